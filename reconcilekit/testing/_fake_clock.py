@@ -1,0 +1,82 @@
+"""A clock that only moves when a test says so."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import anyio
+import anyio.lowlevel
+
+__all__ = ["FakeClock"]
+
+
+class FakeClock:
+    """A :class:`reconcilekit.Clock` whose time is advanced by hand.
+
+    ``sleep(s)`` parks the caller until :meth:`advance` moves ``monotonic()``
+    to or past its deadline; nothing ever waits on real time. ``sleep(0)``
+    (or a negative delay) only yields to the event loop.
+
+    Invariants:
+      * ``monotonic()`` never decreases; ``time()`` moves with it.
+      * every parked sleeper whose deadline is ``<= monotonic()`` is woken by
+        the :meth:`advance` call that reached that deadline.
+      * a cancelled sleeper leaves no entry behind that could be woken later.
+    """
+
+    def __init__(self, start: float = 0.0, *, wall_start: float = 1_700_000_000.0) -> None:
+        self._now = float(start)
+        self._wall_offset = wall_start - self._now
+        self._sleepers: list[tuple[float, int, anyio.Event]] = []
+        self._seq = itertools.count()
+
+    def monotonic(self) -> float:
+        return self._now
+
+    def time(self) -> float:
+        return self._now + self._wall_offset
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await anyio.lowlevel.checkpoint()
+            return
+        event = anyio.Event()
+        entry = (self._now + seconds, next(self._seq), event)
+        heapq.heappush(self._sleepers, entry)
+        try:
+            await event.wait()
+        finally:
+            if not event.is_set():
+                self._sleepers.remove(entry)
+                heapq.heapify(self._sleepers)
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward by ``seconds`` and wake every sleeper now due.
+
+        Woken sleepers run at the caller's next checkpoint; ``await
+        anyio.sleep(0)`` (or :meth:`settle`) after ``advance`` lets them run.
+        """
+        if seconds < 0:
+            raise ValueError(f"FakeClock cannot go backwards (advance({seconds!r}))")
+        self._now += seconds
+        while self._sleepers and self._sleepers[0][0] <= self._now:
+            _, _, event = heapq.heappop(self._sleepers)
+            event.set()
+
+    @property
+    def sleepers(self) -> int:
+        """How many tasks are parked in :meth:`sleep`."""
+        return len(self._sleepers)
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of a parked sleeper, or None."""
+        return self._sleepers[0][0] if self._sleepers else None
+
+    async def settle(self, rounds: int = 10) -> None:
+        """Yield to the event loop a few times so woken tasks get to run."""
+        for _ in range(rounds):
+            await anyio.sleep(0)
+
+    def __repr__(self) -> str:
+        return f"FakeClock(monotonic={self._now!r}, sleepers={len(self._sleepers)})"
