@@ -5,8 +5,16 @@
 * :class:`FakeClock`: a clock that only moves when the test says so.
 """
 
+from ._apiserver import APIServer as APIServer
+from ._cluster import Cluster as Cluster
+from ._cluster import HTTPResult as HTTPResult
 from ._fake_clock import FakeClock as FakeClock
+from ._faults import Faults as Faults
 
 __all__ = [
+    "APIServer",
+    "Cluster",
     "FakeClock",
+    "Faults",
+    "HTTPResult",
 ]

@@ -1,0 +1,67 @@
+"""Resource descriptions, object keys and metadata accessors.
+
+Objects are plain JSON mappings exactly as the API server sends them; nothing
+here deserializes into models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ObjectKey", "Resource", "object_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One REST resource of the API server, e.g. core/v1 ``pods``.
+
+    ``group`` is ``""`` for the core group. ``plural`` names the URL segment;
+    ``kind`` names the objects. ``namespaced`` is False for cluster-scoped
+    resources (Namespaces, CustomResourceDefinitions, ...).
+    """
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        """``v1`` for the core group, ``group/version`` otherwise."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> str:
+        """``pods`` or ``leases.coordination.k8s.io``, as kube-apiserver names it in messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """The URL path of the collection, or of one object when ``name`` is given."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace is not None:
+            base = f"{base}/namespaces/{namespace}"
+        base = f"{base}/{self.plural}"
+        return f"{base}/{name}" if name is not None else base
+
+    def __str__(self) -> str:
+        return f"{self.group_resource}/{self.version}"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectKey:
+    """``namespace/name`` of an object; ``namespace`` is ``""`` for cluster-scoped ones."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+def object_key(obj: Mapping[str, Any]) -> ObjectKey:
+    """The :class:`ObjectKey` of a raw object."""
+    meta = obj.get("metadata") or {}
+    return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")

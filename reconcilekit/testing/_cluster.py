@@ -1,0 +1,206 @@
+"""``Cluster``: what a test talks to, the in-process server or a real cluster.
+
+The same test runs both ways: against :class:`APIServer` by default, or
+against the cluster a kubeconfig names (``RECONCILEKIT_TEST_KUBECONFIG``), in
+a namespace of its own that is removed afterwards. Fault injection exists
+only in-process; touching :attr:`Cluster.faults` against a real cluster skips
+the test with a reason saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import yaml
+
+from ._apiserver import APIServer
+from ._faults import Faults
+
+__all__ = ["Cluster", "HTTPResult"]
+
+KUBECONFIG_ENV = "RECONCILEKIT_TEST_KUBECONFIG"
+NO_FAULTS_REASON = ("fault injection needs reconcilekit's in-process API server; "
+              f"{KUBECONFIG_ENV} points the tests at a real cluster")
+
+
+class HTTPResult:
+    """Status code, headers and decoded JSON body of one raw request."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: Any) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def __repr__(self) -> str:
+        return f"HTTPResult({self.status}, {self.body!r})"
+
+
+class Cluster:
+    """A kubernetes-asyncio configuration plus what tests need around it."""
+
+    def __init__(self, configuration: Any, *, namespace: str = "default",
+                 server: APIServer | None = None, kubeconfig_path: Path | None = None) -> None:
+        self.configuration = configuration
+        self.namespace = namespace
+        self.server = server
+        self.kubeconfig_path = kubeconfig_path
+        self._api: Any = None
+
+    @property
+    def in_process(self) -> bool:
+        return self.server is not None
+
+    def require_server(self) -> APIServer:
+        """The in-process server; skips the test against a real cluster."""
+        if self.server is None:
+            import pytest
+
+            pytest.skip(NO_FAULTS_REASON)
+        return self.server
+
+    @property
+    def faults(self) -> Faults:
+        return self.require_server().faults
+
+    def api_client(self) -> Any:
+        """A new kubernetes-asyncio ``ApiClient`` (use as ``async with``)."""
+        from kubernetes_asyncio.client import ApiClient
+
+        return ApiClient(self.configuration)
+
+    # -- raw HTTP over kubernetes-asyncio's session -----------------------------------------
+
+    async def _client(self) -> Any:
+        if self._api is None:
+            self._api = self.api_client()
+        return self._api
+
+    async def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        token = await self.configuration.get_api_key_with_prefix("BearerToken")
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = token
+        headers.update(extra or {})
+        return headers
+
+    async def request(self, method: str, path: str, *, json: Any = None,
+                      body: bytes | str | None = None, content_type: str | None = None,
+                      params: Mapping[str, str] | None = None,
+                      headers: Mapping[str, str] | None = None) -> HTTPResult:
+        """One request on the wire; ``json`` is serialized, ``body`` sent as is."""
+        api = await self._client()
+        session = api.rest_client.pool_manager
+        hdrs = await self._headers(headers)
+        data: Any = body
+        if json is not None:
+            data = orjson.dumps(json)
+            hdrs.setdefault("Content-Type", content_type or "application/json")
+        elif content_type:
+            hdrs["Content-Type"] = content_type
+        async with session.request(method, self.configuration.host + path, data=data,
+                                   headers=hdrs, params=params) as resp:
+            raw = await resp.read()
+            try:
+                decoded = orjson.loads(raw) if raw else None
+            except orjson.JSONDecodeError:
+                decoded = raw.decode(errors="replace")
+            return HTTPResult(resp.status, dict(resp.headers), decoded)
+
+    @asynccontextmanager
+    async def watch(self, path: str, params: Mapping[str, str] | None = None,
+                    headers: Mapping[str, str] | None = None
+                    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """Open a watch stream; yields an iterator of decoded events.
+
+        The iterator ends when the server closes the stream.
+        """
+        api = await self._client()
+        session = api.rest_client.pool_manager
+        query = {"watch": "true", **(params or {})}
+        async with session.get(self.configuration.host + path, params=query,
+                               headers=await self._headers(headers)) as resp:
+            if resp.status != 200:
+                raise AssertionError(f"watch {path} answered {resp.status}: "
+                                     f"{await resp.text()}")
+
+            async def events() -> AsyncIterator[dict[str, Any]]:
+                while True:
+                    line = await resp.content.readline()
+                    if not line:
+                        return
+                    if line.strip():
+                        yield orjson.loads(line)
+
+            yield events()
+
+    async def close(self) -> None:
+        if self._api is not None:
+            await self._api.close()
+            self._api = None
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    async def install_crd(self, source: str | Path | Mapping[str, Any],
+                          wait_seconds: float = 30.0) -> dict[str, Any]:
+        """Create a CustomResourceDefinition (YAML text, a path, or a dict) and wait
+        until it is Established. An existing CRD of the same name is kept as is."""
+        if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
+                                        and await anyio.Path(source).exists()):
+            source = await anyio.Path(source).read_text()
+        crd = yaml.safe_load(source) if isinstance(source, str) else dict(source)
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        created = await self.request("POST", path, json=crd)
+        if created.status not in (201, 409):
+            raise RuntimeError(f"installing CRD {crd.get('metadata', {}).get('name')} "
+                               f"failed: {created.status} {created.body}")
+        name = crd["metadata"]["name"]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        while True:
+            got = await self.request("GET", f"{path}/{name}")
+            conditions = (got.body or {}).get("status", {}).get("conditions") or []
+            if any(c.get("type") == "Established" and c.get("status") == "True"
+                   for c in conditions):
+                return dict(got.body)
+            if loop.time() > deadline:
+                raise TimeoutError(f"CRD {name} was not Established within {wait_seconds}s")
+            await asyncio.sleep(0.05)
+
+
+@asynccontextmanager
+async def open_cluster(kubeconfig: str | None) -> AsyncIterator[Cluster]:
+    """The in-process server, or the cluster of ``kubeconfig`` in a fresh namespace."""
+    if not kubeconfig:
+        async with APIServer() as server:
+            cluster = Cluster(server.configuration(), server=server)
+            try:
+                yield cluster
+            finally:
+                await cluster.close()
+        return
+    from kubernetes_asyncio import config
+    from kubernetes_asyncio.client import Configuration
+
+    cfg = Configuration()
+    await config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    namespace = f"rk-test-{secrets.token_hex(4)}"
+    cluster = Cluster(cfg, namespace=namespace, kubeconfig_path=Path(kubeconfig))
+    made = await cluster.request("POST", "/api/v1/namespaces", json={
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    if made.status != 201:
+        await cluster.close()
+        raise RuntimeError(f"could not create test namespace {namespace}: {made.body}")
+    try:
+        yield cluster
+    finally:
+        await cluster.request("DELETE", f"/api/v1/namespaces/{namespace}")
+        await cluster.close()

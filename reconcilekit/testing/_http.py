@@ -1,0 +1,441 @@
+"""The HTTP face of the test API server: authentication, routing and verbs.
+
+Every failure is answered with a ``kind: Status`` body and kube-apiserver's
+code; an unexpected exception becomes a 500 InternalError Status (and is
+logged), never a traceback or a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import random
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .._selectors import FieldSelector, LabelSelector, SelectorError
+from ._faults import Faults
+from ._lifecycle import Lifecycle
+from ._registry import Registry
+from ._requests import ResourceRequest, parse_resource_path, verb_for
+from ._status import APIError
+from ._storage import Storage
+from ._watch import Watcher, encode_event
+from ._writes import Writes, parse_json
+
+__all__ = ["Handler", "VERSION_INFO"]
+
+log = logging.getLogger("reconcilekit.testing.apiserver")
+
+VERSION_INFO = {
+    "major": "1", "minor": "31", "gitVersion": "v1.31.0+reconcilekit",
+    "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.0", "compiler": "gc",
+    "platform": "linux/amd64",
+}
+_OPEN_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+_JSON = "application/json"
+
+
+def _json_response(body: Any, status: int = 200,
+                   headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=_JSON,
+                        headers=headers)
+
+
+def _error_response(err: APIError) -> web.Response:
+    return _json_response(err.body(), err.code, err.headers)
+
+
+@dataclass(slots=True)
+class ServerSettings:
+    tokens: Mapping[str, str]  # bearer token -> user name
+    bookmark_interval: float
+    watch_buffer: int
+    address: Callable[[], str]
+
+
+class Handler:
+    """One aiohttp handler for every path, dispatching on (path, method)."""
+
+    def __init__(self, registry: Registry, storage: Storage, lifecycle: Lifecycle,
+                 faults: Faults, requests: Counter[tuple[str, str]],
+                 settings: ServerSettings) -> None:
+        self.registry = registry
+        self.storage = storage
+        self.lifecycle = lifecycle
+        self.faults = faults
+        self.requests = requests
+        self.settings = settings
+        self.writes = Writes(storage, lifecycle)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._handle(request)
+        except APIError as err:
+            return _error_response(err)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return _error_response(APIError.internal(f"{type(exc).__name__}: {exc}"))
+
+    def _authenticate(self, request: web.Request) -> str | None:
+        header = request.headers.get("Authorization", "").strip()
+        if not header:
+            return None
+        scheme, _, token = header.partition(" ")
+        user = self.settings.tokens.get(token.strip()) if scheme.lower() == "bearer" else None
+        if user is None:
+            raise APIError.unauthorized()
+        return user
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        user = self._authenticate(request)
+        path = request.path.rstrip("/") or "/"
+        if path in _OPEN_PATHS:
+            self.requests[("get", path)] += 1
+            if path == "/version":
+                return _json_response(VERSION_INFO)
+            return web.Response(text="ok")
+        parts = [p for p in path.split("/") if p]
+        discovery = self._discovery(parts)
+        if discovery is not None or not parts or parts[0] not in ("api", "apis") or (
+                parts[0] == "api" and len(parts) < 2) or (parts[0] == "apis" and len(parts) < 3):
+            if user is None:
+                raise APIError.forbidden_path("system:anonymous", path)
+            if request.method != "GET":
+                raise APIError.method_not_allowed()
+            if discovery is None:
+                raise APIError.not_found_path()
+            self.requests[("get", "discovery")] += 1
+            return _json_response(discovery)
+        req = parse_resource_path(self.registry, parts)
+        watch = request.query.get("watch", "") in ("true", "1")
+        verb = verb_for(request.method, req, watch)
+        self.requests[(verb, req.counter_resource)] += 1
+        if user is None:
+            r = req.rtype.resource
+            raise APIError.forbidden("system:anonymous", verb, req.counter_resource, r.group,
+                                     req.namespace, req.name)
+        delay = self.faults.latency_for(verb, req)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        injected = self.faults.failure_for(verb, req)
+        if injected is not None:
+            return _error_response(injected)
+        match verb:
+            case "get":
+                return self._get(req)
+            case "list":
+                return self._list(req, request.query)
+            case "watch":
+                return await self._watch(req, request)
+            case "create":
+                obj = self.writes.create(req, await _body(request), self._manager(request))
+                return _json_response(self._out(req, obj), 201)
+            case "update":
+                obj = self.writes.update(req, await _body(request), self._manager(request))
+                return _json_response(self._out(req, obj))
+            case "patch":
+                content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+                code, obj = self.writes.patch(req, content_type, await request.read(),
+                                              self._manager(request),
+                                              bool(request.query.get("fieldManager")))
+                return _json_response(self._out(req, obj), code)
+            case "delete":
+                raw = await request.read()
+                options = parse_json(raw) if raw.strip() else {}
+                if not isinstance(options, dict):
+                    raise APIError.bad_request("DeleteOptions must be a JSON object")
+                obj, gone = self.writes.delete(req, options, request.query)
+                return _json_response(self._deleted(req, obj, gone))
+            case _:
+                deleted = self.writes.delete_collection(req, self._filter(req, request.query))
+                return _json_response({
+                    "kind": req.rtype.list_kind, "apiVersion": req.rtype.group_version,
+                    "metadata": {"resourceVersion": str(self.storage.rv)},
+                    "items": [_list_item(self._out(req, o), req.rtype.builtin)
+                              for o in deleted]})
+
+    def _discovery(self, parts: list[str]) -> dict[str, Any] | None:
+        if parts == ["api"]:
+            return self.registry.api_versions(self.settings.address())
+        if len(parts) == 2 and parts[0] == "api":
+            return self.registry.api_resource_list("", parts[1])
+        if parts == ["apis"]:
+            return self.registry.api_group_list()
+        if len(parts) == 2 and parts[0] == "apis":
+            return self.registry.api_group(parts[1])
+        if len(parts) == 3 and parts[0] == "apis":
+            return self.registry.api_resource_list(parts[1], parts[2])
+        return None
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _out(self, req: ResourceRequest, obj: dict[str, Any]) -> dict[str, Any]:
+        gv = req.rtype.group_version
+        return obj if obj.get("apiVersion") == gv else dict(obj, apiVersion=gv)
+
+    def _namespace(self, req: ResourceRequest) -> str:
+        return req.namespace or ""
+
+    def _deleted(self, req: ResourceRequest, obj: dict[str, Any],
+                 gone: bool) -> dict[str, Any]:
+        """A DELETE's answer: the object, or a Success Status where kube-apiserver sends one.
+
+        Pods and custom resources answer with the object; other built-in kinds
+        answer a removal with ``status: Success`` and the object's details.
+        """
+        r = req.rtype.resource
+        if not gone or not req.rtype.builtin or r.plural == "pods":
+            return self._out(req, obj)
+        details: dict[str, Any] = {"name": obj["metadata"]["name"]}
+        if r.group:
+            details["group"] = r.group
+        details["kind"] = r.plural
+        details["uid"] = obj["metadata"]["uid"]
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": details}
+
+    def _manager(self, request: web.Request) -> str:
+        manager = request.query.get("fieldManager")
+        if manager:
+            return manager
+        agent = request.headers.get("User-Agent", "")
+        return agent.split("/", 1)[0] or "unknown"
+
+    # -- reads --------------------------------------------------------------------------
+
+    def _get(self, req: ResourceRequest) -> web.Response:
+        assert req.name is not None
+        return _json_response(self._out(req, self.storage.get(
+            req.rtype, self._namespace(req), req.name)))
+
+    def _filter(self, req: ResourceRequest,
+                query: Mapping[str, str]) -> Callable[[Mapping[str, Any]], bool]:
+        try:
+            labels = LabelSelector.parse(query.get("labelSelector", ""))
+            fields = FieldSelector.parse(query.get("fieldSelector", ""))
+            fields.validate(req.rtype.field_labels)
+        except SelectorError as err:
+            raise APIError.bad_request(str(err)) from None
+        if labels.is_empty and fields.is_empty:
+            return lambda obj: True
+        return lambda obj: labels.matches((obj.get("metadata") or {}).get("labels")) and (
+            fields.matches(obj))
+
+    def _list(self, req: ResourceRequest, query: Mapping[str, str]) -> web.Response:
+        matches = self._filter(req, query)
+        limit = _int_param(query, "limit", 0)
+        token = query.get("continue")
+        rv_param = query.get("resourceVersion", "")
+        start = ""
+        if token:
+            if rv_param:
+                raise APIError.bad_request(
+                    "specifying resource version is not allowed when using continue")
+            list_rv, start = _decode_continue(token)
+            objects = self.storage.snapshot(req.rtype, list_rv)
+        elif rv_param and rv_param != "0":
+            wanted = _rv(rv_param)
+            if query.get("resourceVersionMatch") == "Exact":
+                list_rv, objects = wanted, self.storage.snapshot(req.rtype, wanted)
+            elif wanted > self.storage.rv:
+                raise APIError(504, "Timeout", f"Too large resource version: {wanted}, "
+                               f"current: {self.storage.rv}", {"causes": [{
+                                   "reason": "ResourceVersionTooLarge",
+                                   "message": "Too large resource version"}],
+                                   "retryAfterSeconds": 1})
+            else:
+                list_rv, objects = self.storage.rv, self.storage.table(req.rtype).objects
+        else:
+            list_rv, objects = self.storage.rv, self.storage.table(req.rtype).objects
+        ns = req.namespace
+        keys = sorted(k for k in objects if (ns is None or k[0] == ns) and k > _split(start))
+        selected: list[dict[str, Any]] = []
+        remaining = 0
+        last_key: tuple[str, str] | None = None
+        for key in keys:
+            obj = objects[key]
+            if not matches(obj):
+                continue
+            if limit and len(selected) >= limit:
+                remaining += 1
+                continue
+            selected.append(obj)
+            last_key = key
+        next_key = last_key if remaining else None
+        builtin = req.rtype.builtin
+        items = [_list_item(self._out(req, o), builtin) for o in selected]
+        meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if next_key is not None:
+            meta["continue"] = _encode_continue(list_rv, next_key)
+            meta["remainingItemCount"] = remaining
+        return _json_response({"kind": req.rtype.list_kind,
+                               "apiVersion": req.rtype.group_version,
+                               "metadata": meta, "items": items})
+
+    async def _watch(self, req: ResourceRequest, request: web.Request) -> web.StreamResponse:
+        query = request.query
+        matches = self._filter(req, query)
+        timeout = _int_param(query, "timeoutSeconds", 0) or random.uniform(1800, 3600)
+        rv_param = query.get("resourceVersion", "")
+        bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1")
+        initial = query.get("sendInitialEvents", "") in ("true", "1")
+        rewrite = None
+        storage_gv = self.storage.table(req.rtype).rtype.group_version
+        if storage_gv != req.rtype.group_version:
+            gv = req.rtype.group_version
+
+            def rewrite(obj: dict[str, Any]) -> bytes:
+                return orjson.dumps(dict(obj, apiVersion=gv))
+        watcher = Watcher(namespace=req.namespace, matches=matches, start_rv=0,
+                          rewrite=rewrite, limit=self.settings.watch_buffer)
+        if bookmarks:
+            watcher.bookmark_line = self._bookmark_encoder(req)
+        response = web.StreamResponse(status=200, headers={"Content-Type": _JSON,
+                                                           "Cache-Control": "no-cache, private"})
+        response.enable_chunked_encoding()
+        error = self._open_watch(req, watcher, rv_param, initial)
+        table = self.storage.table(req.rtype)
+        await response.prepare(request)
+        if error is not None:
+            await response.write(encode_event("ERROR", orjson.dumps(error.body())))
+            await response.write_eof()
+            return response
+        table.watchers.add(watcher)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        next_bookmark = loop.time() + self.settings.bookmark_interval
+        try:
+            while not watcher.closed:
+                now = loop.time()
+                if now >= deadline:
+                    break
+                await watcher.wait(min(deadline, next_bookmark) - now)
+                if watcher.lines:
+                    chunk = b"".join(watcher.lines)
+                    watcher.lines.clear()
+                    await response.write(chunk)
+                elif bookmarks and loop.time() >= next_bookmark:
+                    assert watcher.bookmark_line is not None
+                    await response.write(watcher.bookmark_line(self.storage.bookmark_rv()))
+                if loop.time() >= next_bookmark:
+                    next_bookmark = loop.time() + self.settings.bookmark_interval
+            if watcher.lines and not watcher.overflowed:
+                await response.write(b"".join(watcher.lines))
+            await response.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            table.watchers.discard(watcher)
+            watcher.close()
+        return response
+
+    def _open_watch(self, req: ResourceRequest, watcher: Watcher, rv_param: str,
+                    initial: bool) -> APIError | None:
+        """Queue what precedes live events; an APIError means the watch is too old."""
+        storage = self.storage
+        table = storage.table(req.rtype)
+        if not rv_param or rv_param == "0" or initial:
+            watcher.start_rv = storage.rv
+            for key in sorted(table.objects):
+                obj = table.objects[key]
+                if watcher._visible(obj):
+                    body = watcher.rewrite(obj) if watcher.rewrite else orjson.dumps(obj)
+                    watcher.push(encode_event("ADDED", body))
+            if initial and watcher.bookmark_line is not None:
+                watcher.push(watcher.bookmark_line(storage.rv, initial_events_end=True))
+            return None
+        rv = _rv(rv_param)
+        if rv < table.oldest_rv:
+            oldest = table.history[0].rv if table.history else storage.rv + 1
+            return APIError.expired(f"too old resource version: {rv} ({oldest})")
+        watcher.start_rv = rv
+        limit = storage.bookmark_rv()
+        for event in table.history:
+            if event.rv > limit:
+                break
+            watcher.offer(event)
+        return None
+
+    def _bookmark_encoder(self, req: ResourceRequest) -> Callable[..., bytes]:
+        r = req.rtype
+        kind, gv = r.resource.kind, r.group_version
+
+        def encode(rv: int, initial_events_end: bool = False) -> bytes:
+            meta: dict[str, Any] = {"resourceVersion": str(rv)}
+            if r.builtin:
+                meta["creationTimestamp"] = None
+            if initial_events_end:
+                meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+            return encode_event("BOOKMARK", orjson.dumps(
+                {"kind": kind, "apiVersion": gv, "metadata": meta}))
+
+        return encode
+
+
+# -- request parsing helpers ---------------------------------------------------------
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    body = parse_json(raw)
+    if not isinstance(body, dict):
+        raise APIError.bad_request("the body of the request must be a JSON object")
+    return body
+
+
+def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
+    value = query.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise APIError.bad_request(f'invalid value for {name}: "{value}"') from None
+    if number < 0:
+        raise APIError.bad_request(f"{name}: must be greater than or equal to 0")
+    return number
+
+
+def _rv(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise APIError.bad_request(f'invalid resource version "{value}"') from None
+
+
+def _encode_continue(rv: int, key: tuple[str, str]) -> str:
+    token = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{key[0]}/{key[1]}"})
+    return base64.urlsafe_b64encode(token).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), str(data["start"])
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise APIError.bad_request(f'invalid continue token "{token}"') from None
+
+
+def _split(start: str) -> tuple[str, str]:
+    """The (namespace, name) after which a continued list resumes."""
+    if not start:
+        return ("", "")
+    ns, _, name = start.partition("/")
+    return (ns, name)
+
+
+def _list_item(obj: dict[str, Any], builtin: bool) -> dict[str, Any]:
+    """List items of built-in kinds carry no kind/apiVersion, as kube-apiserver sends them."""
+    if not builtin:
+        return obj
+    return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}

@@ -1,0 +1,171 @@
+"""What a cluster with only an API server still does on its own.
+
+kube-apiserver's companions run a few loops that controllers rely on even
+without a scheduler or kubelet. The test server does them synchronously,
+right after the write that triggers them:
+
+* CRD establishing: a created CRD is served at once and its status gains the
+  NamesAccepted and Established conditions (a second write, as on a cluster).
+* Namespace lifecycle: a deleted namespace turns Terminating, its objects are
+  deleted (those with finalizers wait for them), and the namespace goes once
+  it is empty. Nothing new may be created in it meanwhile.
+* CRD cleanup: a deleted CRD deletes its custom resources the same way, and
+  stops being served once they are gone.
+* Garbage collection (background propagation): once an object is gone, each
+  dependent whose ownerReferences name no living owner is deleted, and the
+  reference to the gone owner is removed from dependents that have others.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._registry import Registry, ResourceType
+from ._storage import Storage, Table, timestamp
+from ._validation import crd_types
+
+__all__ = ["Lifecycle"]
+
+
+class Lifecycle:
+    """Hooks that keep namespaces, CRDs and owner references consistent."""
+
+    def __init__(self, storage: Storage, registry: Registry) -> None:
+        self.storage = storage
+        self.registry = registry
+        storage.on_written.append(self._written)
+        storage.on_removed.append(self._removed)
+
+    def _is(self, table: Table, group: str, plural: str) -> bool:
+        r = table.rtype.resource
+        return r.group == group and r.plural == plural
+
+    # -- hooks from storage ------------------------------------------------------
+
+    def _written(self, table: Table, obj: dict[str, Any]) -> None:
+        if self._is(table, "apiextensions.k8s.io", "customresourcedefinitions") and (
+                not obj["metadata"].get("deletionTimestamp")):
+            self._serve_crd(obj)
+
+    def _removed(self, table: Table, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self._collect_dependents(meta["uid"])
+        if self._is(table, "apiextensions.k8s.io", "customresourcedefinitions"):
+            for rtype in crd_types(obj):
+                r = rtype.resource
+                self.registry.remove(r.group, r.version, r.plural)
+            owned = self.storage.tables.get((obj["spec"]["group"],
+                                             obj["spec"]["names"]["plural"]))
+            if owned is not None:
+                self.storage.drop_table(owned)
+            return
+        namespace = meta.get("namespace")
+        if namespace:
+            self._finish_namespace_if_empty(namespace)
+        crd_name = table.rtype.crd_name
+        if crd_name and not table.objects:
+            self._finish_crd_if_empty(crd_name)
+
+    # -- after a DELETE that did not remove at once ---------------------------------
+
+    def deletion_started(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+        r = rtype.resource
+        name = obj["metadata"]["name"]
+        if r.group == "" and r.plural == "namespaces":
+            for table in list(self.storage.tables.values()):
+                if table.rtype.resource.namespaced:
+                    for (ns, oname) in [k for k in table.objects if k[0] == name]:
+                        self._delete_quietly(table, ns, oname)
+            self._finish_namespace_if_empty(name)
+        elif r.group == "apiextensions.k8s.io" and r.plural == "customresourcedefinitions":
+            spec = obj["spec"]
+            owned = self.storage.tables.get((spec["group"], spec["names"]["plural"]))
+            if owned is not None:
+                for (ns, oname) in list(owned.objects):
+                    self._delete_quietly(owned, ns, oname)
+            self._finish_crd_if_empty(name)
+
+    def namespace_terminating(self, namespace: str) -> bool:
+        ns = self.storage.tables.get(("", "namespaces"))
+        obj = ns.objects.get(("", namespace)) if ns else None
+        return bool(obj and obj["metadata"].get("deletionTimestamp"))
+
+    # -- steps ---------------------------------------------------------------------
+
+    def _serve_crd(self, crd: dict[str, Any]) -> None:
+        spec = crd["spec"]
+        for rtype in crd_types(crd):
+            self.registry.add(rtype)
+            self.storage.table(rtype).rtype = rtype
+        names = dict(spec["names"])
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", f"{names['kind']}List")
+        old = crd.get("status") or {}
+        since = {c.get("type"): c.get("lastTransitionTime")
+                 for c in old.get("conditions") or () if c.get("status") == "True"}
+        now = timestamp(self.storage.now())
+        conditions = [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+             "message": "no conflicts found",
+             "lastTransitionTime": since.get("NamesAccepted") or now},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+             "message": "the initial names have been accepted",
+             "lastTransitionTime": since.get("Established") or now},
+        ]
+        stored = [v["name"] for v in spec["versions"] if v.get("storage")]
+        previous = [v for v in old.get("storedVersions") or () if v not in stored]
+        status = {"conditions": conditions, "acceptedNames": names,
+                  "storedVersions": previous + stored}
+        self.storage.replace_status(self._crd_type(), "", crd["metadata"]["name"], status)
+
+    def _crd_type(self) -> ResourceType:
+        rtype = self.registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        assert rtype is not None
+        return rtype
+
+    def _delete_quietly(self, table: Table, namespace: str, name: str) -> None:
+        if (namespace, name) in table.objects:
+            self.storage.delete(table.rtype, namespace, name)
+
+    def _finish_namespace_if_empty(self, namespace: str) -> None:
+        if not self.namespace_terminating(namespace):
+            return
+        for table in self.storage.tables.values():
+            if table.rtype.resource.namespaced and any(k[0] == namespace for k in table.objects):
+                return
+        ns_type = self.registry.lookup("", "v1", "namespaces")
+        assert ns_type is not None
+        self.storage.remove_now(ns_type, "", namespace)
+
+    def _finish_crd_if_empty(self, crd_name: str) -> None:
+        crds = self.storage.tables.get(("apiextensions.k8s.io", "customresourcedefinitions"))
+        crd = crds.objects.get(("", crd_name)) if crds else None
+        if crd is None or not crd["metadata"].get("deletionTimestamp"):
+            return
+        spec = crd["spec"]
+        table = self.storage.tables.get((spec["group"], spec["names"]["plural"]))
+        if table is None or not table.objects:
+            self.storage.remove_now(self._crd_type(), "", crd_name)
+
+    def _collect_dependents(self, uid: str) -> None:
+        for table, obj in self.storage.dependents(uid):
+            meta = obj["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            alive = [r for r in meta.get("ownerReferences") or ()
+                     if r.get("uid") != uid and r.get("uid") in self._living_uids(r)]
+            if alive:
+                self.storage.remove_owner_reference(table, obj, uid)
+            else:
+                self._delete_quietly(table, meta.get("namespace", ""), meta["name"])
+
+    def _living_uids(self, ref: dict[str, Any]) -> set[str]:
+        """UIDs of living objects an owner reference may point to (by kind and name)."""
+        out = set()
+        for table in self.storage.tables.values():
+            if table.rtype.resource.kind != ref.get("kind"):
+                continue
+            for (_, name), obj in table.objects.items():
+                if name == ref.get("name"):
+                    out.add(obj["metadata"]["uid"])
+        return out

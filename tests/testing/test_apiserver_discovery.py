@@ -1,0 +1,91 @@
+"""Discovery, /version, health endpoints and authentication."""
+
+from __future__ import annotations
+
+from reconcilekit.testing import APIServer, Cluster
+
+from conftest import WIDGET_CRD
+
+
+async def test_version_and_health_are_open_to_anonymous_clients(apiserver: Cluster) -> None:
+    # system:public-info-viewer grants /version, /healthz, /livez, /readyz to
+    # system:unauthenticated (plugin/pkg/auth/authorizer/rbac/bootstrappolicy).
+    for path in ("/version", "/healthz", "/livez", "/readyz"):
+        got = await apiserver.request("GET", path, headers={"Authorization": ""})
+        assert got.status == 200, path
+    version = await apiserver.request("GET", "/version")
+    assert {"major", "minor", "gitVersion", "platform"} <= set(version.body)
+
+
+async def test_core_discovery_lists_builtin_resources(apiserver: Cluster) -> None:
+    api = await apiserver.request("GET", "/api")
+    assert api.status == 200
+    assert api.body["kind"] == "APIVersions" and "v1" in api.body["versions"]
+    v1 = await apiserver.request("GET", "/api/v1")
+    assert v1.body["kind"] == "APIResourceList" and v1.body["groupVersion"] == "v1"
+    by_name = {r["name"]: r for r in v1.body["resources"]}
+    for plural, kind in [("namespaces", "Namespace"), ("pods", "Pod"),
+                         ("configmaps", "ConfigMap"), ("secrets", "Secret"),
+                         ("events", "Event")]:
+        assert by_name[plural]["kind"] == kind
+        assert {"get", "list", "watch", "create", "update", "patch", "delete"} <= set(
+            by_name[plural]["verbs"])
+    assert by_name["pods"]["namespaced"] is True
+    assert by_name["namespaces"]["namespaced"] is False
+    assert "pods/status" in by_name
+
+
+async def test_group_discovery_lists_leases_events_and_crds(apiserver: Cluster) -> None:
+    groups = await apiserver.request("GET", "/apis")
+    assert groups.body["kind"] == "APIGroupList"
+    names = {g["name"]: g for g in groups.body["groups"]}
+    for group in ("coordination.k8s.io", "events.k8s.io", "apiextensions.k8s.io"):
+        assert names[group]["preferredVersion"]["version"] == "v1"
+    leases = await apiserver.request("GET", "/apis/coordination.k8s.io/v1")
+    assert [r["name"] for r in leases.body["resources"]] == ["leases"]
+    group = await apiserver.request("GET", "/apis/coordination.k8s.io")
+    assert group.body["kind"] == "APIGroup"
+    crds = await apiserver.request("GET", "/apis/apiextensions.k8s.io/v1")
+    entry = next(r for r in crds.body["resources"] if r["name"] == "customresourcedefinitions")
+    assert entry["namespaced"] is False and entry["kind"] == "CustomResourceDefinition"
+
+
+async def test_a_created_crd_is_served_at_once(apiserver: Cluster) -> None:
+    missing = await apiserver.request("GET", "/apis/test.reconcilekit.dev/v1")
+    assert missing.status == 404
+    crd = await apiserver.install_crd(WIDGET_CRD)
+    assert {c["type"] for c in crd["status"]["conditions"]} >= {"Established", "NamesAccepted"}
+    found = await apiserver.request("GET", "/apis/test.reconcilekit.dev/v1")
+    resources = {r["name"]: r for r in found.body["resources"]}
+    assert resources["widgets"]["kind"] == "Widget"
+    assert resources["widgets"]["namespaced"] is True
+    assert resources["widgets"]["shortNames"] == ["wdg"]
+    assert "widgets/status" in resources
+    groups = await apiserver.request("GET", "/apis")
+    assert "test.reconcilekit.dev" in {g["name"] for g in groups.body["groups"]}
+
+
+async def test_wrong_token_gets_401_and_no_token_is_anonymous_and_forbidden(
+        apiserver: Cluster, pods: str) -> None:
+    wrong = await apiserver.request("GET", pods, headers={"Authorization": "Bearer nope"})
+    assert wrong.status == 401
+    assert wrong.body["kind"] == "Status" and wrong.body["reason"] == "Unauthorized"
+    anonymous = await apiserver.request("GET", pods, headers={"Authorization": ""})
+    assert anonymous.status == 403
+    assert anonymous.body["reason"] == "Forbidden"
+    # Message format of k8s.io/apiserver/pkg/endpoints/handlers/responsewriters.forbiddenMessage.
+    assert 'User "system:anonymous" cannot list resource "pods"' in anonymous.body["message"]
+    discovery = await apiserver.request("GET", "/api/v1", headers={"Authorization": ""})
+    assert discovery.status == 403
+
+
+async def test_kubeconfig_file_works_with_kubernetes_asyncio(tmp_path: object) -> None:
+    async with APIServer() as server:
+        path = server.write_kubeconfig(f"{tmp_path}/kubeconfig")
+        from kubernetes_asyncio import client, config
+
+        cfg = client.Configuration()
+        await config.load_kube_config(config_file=str(path), client_configuration=cfg)
+        async with client.ApiClient(cfg) as api:
+            namespaces = await client.CoreV1Api(api).list_namespace()
+        assert "default" in {ns.metadata.name for ns in namespaces.items}

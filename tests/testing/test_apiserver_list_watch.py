@@ -1,0 +1,156 @@
+"""List (selectors, pagination, resourceVersion) and watch semantics."""
+
+from __future__ import annotations
+
+import asyncio
+
+from reconcilekit.testing import Cluster
+
+from k8s_objects import configmap
+
+
+async def _make(apiserver: Cluster, path: str, items: list[tuple[str, dict[str, str]]]) -> str:
+    rv = ""
+    for name, labels in items:
+        got = await apiserver.request("POST", path, json=configmap(name, labels=labels))
+        rv = got.body["metadata"]["resourceVersion"]
+    return rv
+
+
+def _names(body: dict[str, object]) -> list[str]:
+    items = body["items"]
+    assert isinstance(items, list)
+    return [i["metadata"]["name"] for i in items]
+
+
+async def test_list_shape_and_label_selectors(apiserver: Cluster, configmaps: str) -> None:
+    await _make(apiserver, configmaps, [("a", {"env": "prod", "tier": "web"}),
+                                        ("b", {"env": "dev"}), ("c", {"tier": "db"})])
+    listed = await apiserver.request("GET", configmaps)
+    assert listed.body["kind"] == "ConfigMapList" and listed.body["apiVersion"] == "v1"
+    assert listed.body["metadata"]["resourceVersion"].isdigit()
+    # Items of built-in lists carry no kind/apiVersion on the wire.
+    assert "kind" not in listed.body["items"][0]
+    cases = {"env=prod": ["a"], "env==prod": ["a"], "env!=prod": ["b", "c"],
+             "env in (prod,dev)": ["a", "b"], "env notin (prod)": ["b", "c"],
+             "tier": ["a", "c"], "!tier": ["b"], "env=prod,tier=web": ["a"]}
+    for selector, expected in cases.items():
+        got = await apiserver.request("GET", configmaps, params={"labelSelector": selector})
+        assert _names(got.body) == expected, selector
+    bad = await apiserver.request("GET", configmaps, params={"labelSelector": "a in (b"})
+    assert bad.status == 400 and bad.body["reason"] == "BadRequest"
+
+
+async def test_field_selectors_on_name_and_namespace(apiserver: Cluster, configmaps: str
+                                                     ) -> None:
+    await _make(apiserver, configmaps, [("a", {}), ("b", {})])
+    got = await apiserver.request("GET", configmaps, params={"fieldSelector": "metadata.name=b"})
+    assert _names(got.body) == ["b"]
+    got = await apiserver.request("GET", "/api/v1/configmaps", params={
+        "fieldSelector": f"metadata.namespace={apiserver.namespace},metadata.name!=b"})
+    assert "a" in _names(got.body) and "b" not in _names(got.body)
+    bad = await apiserver.request("GET", configmaps, params={"fieldSelector": "data.x=y"})
+    assert bad.status == 400
+    assert "field label not supported" in bad.body["message"]
+
+
+async def test_limit_and_continue_page_through_a_consistent_snapshot(
+        apiserver: Cluster, configmaps: str) -> None:
+    await _make(apiserver, configmaps, [(f"cm{i:02}", {"page": "y"}) for i in range(7)])
+    seen: list[str] = []
+    token = None
+    pages = 0
+    first_rv = None
+    while True:
+        params = {"limit": "3", "labelSelector": "page=y"}
+        if token:
+            params["continue"] = token
+        page = await apiserver.request("GET", configmaps, params=params)
+        assert page.status == 200, page.body
+        first_rv = first_rv or page.body["metadata"]["resourceVersion"]
+        assert page.body["metadata"]["resourceVersion"] == first_rv
+        seen += _names(page.body)
+        pages += 1
+        if pages == 1:  # a write between pages must not show up in later pages
+            await apiserver.request("POST", configmaps,
+                                    json=configmap("cm99", labels={"page": "y"}))
+        token = page.body["metadata"].get("continue")
+        if not token:
+            break
+    assert seen == [f"cm{i:02}" for i in range(7)]
+    assert pages == 3
+
+
+async def test_watch_from_a_resource_version_replays_later_events(
+        apiserver: Cluster, configmaps: str) -> None:
+    rv = await _make(apiserver, configmaps, [("a", {})])
+    await apiserver.request("PATCH", f"{configmaps}/a", json={"data": {"x": "1"}},
+                            content_type="application/merge-patch+json")
+    await apiserver.request("DELETE", f"{configmaps}/a")
+    async with apiserver.watch(configmaps, {"resourceVersion": rv}) as events:
+        got = [await anext(events), await anext(events)]
+    assert [e["type"] for e in got] == ["MODIFIED", "DELETED"]
+    assert got[0]["object"]["kind"] == "ConfigMap"  # watch objects carry kind
+
+
+async def test_watch_without_resource_version_starts_with_current_state(
+        apiserver: Cluster, configmaps: str) -> None:
+    await _make(apiserver, configmaps, [("a", {}), ("b", {})])
+    async with apiserver.watch(configmaps) as events:
+        got = [await anext(events), await anext(events)]
+    assert {(e["type"], e["object"]["metadata"]["name"]) for e in got} == {
+        ("ADDED", "a"), ("ADDED", "b")}
+
+
+async def test_selector_watch_sees_objects_move_in_and_out(apiserver: Cluster, configmaps: str
+                                                           ) -> None:
+    rv = await _make(apiserver, configmaps, [("a", {"app": "x"})])
+    merge = "application/merge-patch+json"
+    async with apiserver.watch(configmaps, {"resourceVersion": rv,
+                                            "labelSelector": "app=x"}) as events:
+        await apiserver.request("PATCH", f"{configmaps}/a",
+                                json={"metadata": {"labels": {"app": "y"}}}, content_type=merge)
+        left = await anext(events)
+        await apiserver.request("PATCH", f"{configmaps}/a",
+                                json={"metadata": {"labels": {"app": "x"}}}, content_type=merge)
+        came = await anext(events)
+    assert left["type"] == "DELETED" and left["object"]["metadata"]["labels"] == {"app": "y"}
+    assert came["type"] == "ADDED"
+
+
+async def test_watch_timeout_seconds_ends_the_stream(apiserver: Cluster, configmaps: str
+                                                     ) -> None:
+    rv = await _make(apiserver, configmaps, [("a", {})])
+    async with apiserver.watch(configmaps, {"resourceVersion": rv,
+                                            "timeoutSeconds": "1"}) as events:
+        got = [e async for e in events]
+    assert got == []
+
+
+async def test_initial_events_end_bookmark_for_watch_list(apiserver: Cluster, configmaps: str
+                                                          ) -> None:
+    await _make(apiserver, configmaps, [("a", {})])
+    apiserver.require_server()
+    params = {"sendInitialEvents": "true", "allowWatchBookmarks": "true",
+              "resourceVersionMatch": "NotOlderThan"}
+    async with apiserver.watch(configmaps, params) as events:
+        added, bookmark = await anext(events), await anext(events)
+    assert added["type"] == "ADDED"
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_concurrent_watchers_see_the_same_order(apiserver: Cluster, configmaps: str
+                                                      ) -> None:
+    rv = await _make(apiserver, configmaps, [("seed", {})])
+
+    async def collect(n: int) -> list[str]:
+        async with apiserver.watch(configmaps, {"resourceVersion": rv}) as events:
+            return [(await anext(events))["object"]["metadata"]["resourceVersion"]
+                    for _ in range(n)]
+
+    tasks = [asyncio.ensure_future(collect(5)) for _ in range(3)]
+    await _make(apiserver, configmaps, [(f"n{i}", {}) for i in range(5)])
+    results = await asyncio.gather(*tasks)
+    assert results[0] == results[1] == results[2]
+    assert [int(r) for r in results[0]] == sorted(int(r) for r in results[0])

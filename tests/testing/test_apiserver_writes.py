@@ -1,0 +1,242 @@
+"""Create, update, patch, delete: metadata, concurrency, status and no-op writes."""
+
+from __future__ import annotations
+
+from reconcilekit.testing import Cluster
+
+from k8s_objects import configmap, pod, widget
+
+
+async def test_create_sets_server_metadata(apiserver: Cluster, pods: str) -> None:
+    got = await apiserver.request("POST", pods, json=pod("a"))
+    assert got.status == 201
+    meta = got.body["metadata"]
+    assert meta["uid"] and meta["resourceVersion"].isdigit()
+    assert meta["creationTimestamp"].endswith("Z")
+    assert meta["namespace"] == apiserver.namespace
+    again = await apiserver.request("POST", pods, json=pod("a"))
+    assert again.status == 409 and again.body["reason"] == "AlreadyExists"
+    # apimachinery errors.NewAlreadyExists: details.kind is the resource.
+    assert again.body["details"] == {"name": "a", "kind": "pods"}
+    assert again.body["message"] == 'pods "a" already exists'
+
+
+async def test_resource_versions_increase_across_resources(
+        apiserver: Cluster, pods: str, configmaps: str) -> None:
+    rvs = []
+    for i in range(3):
+        a = await apiserver.request("POST", pods, json=pod(f"p{i}"))
+        b = await apiserver.request("POST", configmaps, json=configmap(f"c{i}"))
+        rvs += [int(a.body["metadata"]["resourceVersion"]),
+                int(b.body["metadata"]["resourceVersion"])]
+    assert rvs == sorted(rvs) and len(set(rvs)) == len(rvs)
+
+
+async def test_generate_name_makes_a_unique_name(apiserver: Cluster, configmaps: str) -> None:
+    body = configmap("")
+    del body["metadata"]["name"]
+    body["metadata"]["generateName"] = "gen-"
+    first = await apiserver.request("POST", configmaps, json=body)
+    second = await apiserver.request("POST", configmaps, json=body)
+    assert first.status == second.status == 201
+    names = {first.body["metadata"]["name"], second.body["metadata"]["name"]}
+    assert len(names) == 2 and all(n.startswith("gen-") and len(n) == 9 for n in names)
+
+
+async def test_namespace_must_exist(apiserver: Cluster) -> None:
+    got = await apiserver.request("POST", "/api/v1/namespaces/nowhere-rk/configmaps",
+                                  json=configmap("x"))
+    assert got.status == 404
+    assert got.body["message"] == 'namespaces "nowhere-rk" not found'
+
+
+async def test_get_missing_is_a_not_found_status(apiserver: Cluster, pods: str) -> None:
+    got = await apiserver.request("GET", f"{pods}/ghost")
+    assert got.status == 404
+    assert got.body == {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                        "status": "Failure", "message": 'pods "ghost" not found',
+                        "reason": "NotFound", "details": {"name": "ghost", "kind": "pods"},
+                        "code": 404}
+
+
+async def test_update_with_stale_resource_version_conflicts(
+        apiserver: Cluster, configmaps: str) -> None:
+    made = (await apiserver.request("POST", configmaps, json=configmap("c"))).body
+    first = dict(made, data={"k": "1"})
+    ok = await apiserver.request("PUT", f"{configmaps}/c", json=first)
+    assert ok.status == 200
+    assert int(ok.body["metadata"]["resourceVersion"]) > int(made["metadata"]["resourceVersion"])
+    stale = await apiserver.request("PUT", f"{configmaps}/c", json=dict(made, data={"k": "2"}))
+    assert stale.status == 409 and stale.body["reason"] == "Conflict"
+    # apimachinery errors.NewConflict + registry's OptimisticLockErrorMsg.
+    assert stale.body["message"] == (
+        'Operation cannot be fulfilled on configmaps "c": the object has been modified; '
+        "please apply your changes to the latest version and try again")
+
+
+async def test_unconditional_update_allowed_for_configmaps_refused_for_crs_and_leases(
+        apiserver: Cluster, configmaps: str, widgets: str) -> None:
+    # ConfigMap strategy AllowUnconditionalUpdate() is true; Lease's and the
+    # custom resource strategy's are false (pkg/registry/*/strategy.go).
+    await apiserver.request("POST", configmaps, json=configmap("c"))
+    body = configmap("c", {"a": "b"})
+    assert (await apiserver.request("PUT", f"{configmaps}/c", json=body)).status == 200
+    await apiserver.request("POST", widgets, json=widget("w"))
+    refused = await apiserver.request("PUT", f"{widgets}/w", json=widget("w", {"size": 2}))
+    assert refused.status == 422 and refused.body["reason"] == "Invalid"
+    assert "metadata.resourceVersion" in refused.body["message"]
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{apiserver.namespace}/leases"
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}}
+    assert (await apiserver.request("POST", leases, json=lease)).status == 201
+    refused = await apiserver.request("PUT", f"{leases}/l", json=lease)
+    assert refused.status == 422
+
+
+async def test_unchanged_write_keeps_resource_version_and_emits_nothing(
+        apiserver: Cluster, configmaps: str) -> None:
+    made = (await apiserver.request("POST", configmaps, json=configmap("c", {"a": "1"}))).body
+    rv = made["metadata"]["resourceVersion"]
+    async with apiserver.watch(configmaps, {"resourceVersion": rv}) as events:
+        same = await apiserver.request("PUT", f"{configmaps}/c", json=made)
+        assert same.status == 200 and same.body["metadata"]["resourceVersion"] == rv
+        patched = await apiserver.request("PATCH", f"{configmaps}/c", json={"data": {"a": "1"}},
+                                          content_type="application/merge-patch+json")
+        assert patched.body["metadata"]["resourceVersion"] == rv
+        changed = await apiserver.request("PATCH", f"{configmaps}/c",
+                                          json={"data": {"a": "2"}},
+                                          content_type="application/merge-patch+json")
+        first = await anext(events)
+    assert first["type"] == "MODIFIED"
+    assert first["object"]["metadata"]["resourceVersion"] == (
+        changed.body["metadata"]["resourceVersion"])
+
+
+async def test_generation_bumps_on_spec_changes_only(apiserver: Cluster, widgets: str) -> None:
+    made = (await apiserver.request("POST", widgets, json=widget("w"))).body
+    assert made["metadata"]["generation"] == 1
+    path = f"{widgets}/w"
+    merge = "application/merge-patch+json"
+    labelled = await apiserver.request("PATCH", path, json={"metadata": {"labels": {"a": "b"}}},
+                                       content_type=merge)
+    assert labelled.body["metadata"]["generation"] == 1
+    status = await apiserver.request("PATCH", f"{path}/status",
+                                     json={"status": {"ready": True}}, content_type=merge)
+    assert status.body["metadata"]["generation"] == 1
+    assert status.body["status"] == {"ready": True}
+    spec = await apiserver.request("PATCH", path, json={"spec": {"size": 3}},
+                                   content_type=merge)
+    assert spec.body["metadata"]["generation"] == 2
+
+
+async def test_status_subresource_separates_status_from_the_main_resource(
+        apiserver: Cluster, widgets: str) -> None:
+    made = (await apiserver.request("POST", widgets, json=dict(
+        widget("w"), status={"ignored": True}))).body
+    assert "status" not in made  # a create may not set status
+    path = f"{widgets}/w"
+    with_status = await apiserver.request("PUT", f"{path}/status", json=dict(
+        made, spec={"size": 99}, status={"phase": "Ready"}))
+    assert with_status.status == 200
+    assert with_status.body["status"] == {"phase": "Ready"}
+    assert with_status.body["spec"] == {"size": 1}  # /status ignores everything else
+    main = await apiserver.request("PUT", path, json=dict(
+        with_status.body, spec={"size": 2}, status={"phase": "Hacked"}))
+    assert main.body["status"] == {"phase": "Ready"}  # the main resource ignores status
+    assert main.body["spec"] == {"size": 2}
+    only_status = dict(main.body, status={"phase": "Other"})
+    noop = await apiserver.request("PUT", path, json=only_status)
+    # A status change sent to the main resource changes nothing: same resourceVersion.
+    assert noop.body["metadata"]["resourceVersion"] == main.body["metadata"]["resourceVersion"]
+
+
+async def test_server_owned_metadata_cannot_be_changed(apiserver: Cluster, configmaps: str
+                                                       ) -> None:
+    made = (await apiserver.request("POST", configmaps, json=configmap("c"))).body
+    forged = dict(made, metadata=dict(made["metadata"], creationTimestamp="2000-01-01T00:00:00Z",
+                                      labels={"x": "y"}))
+    got = await apiserver.request("PUT", f"{configmaps}/c", json=forged)
+    assert got.body["metadata"]["creationTimestamp"] == made["metadata"]["creationTimestamp"]
+    assert got.body["metadata"]["uid"] == made["metadata"]["uid"]
+
+
+async def test_merge_json_and_strategic_patches(apiserver: Cluster, pods: str,
+                                                widgets: str) -> None:
+    await apiserver.request("POST", pods, json=pod("p", {"a": "1"}, finalizers=["x/one"]))
+    path = f"{pods}/p"
+    strategic = await apiserver.request(
+        "PATCH", path, json={"metadata": {"finalizers": ["x/two"], "labels": {"b": "2"}}},
+        content_type="application/strategic-merge-patch+json")
+    assert strategic.status == 200, strategic.body
+    # ObjectMeta.Finalizers is patchStrategy:"merge": the list is unioned.
+    # (apimachinery puts patch-only items before server-only ones: ["x/two", "x/one"].)
+    assert sorted(strategic.body["metadata"]["finalizers"]) == ["x/one", "x/two"]
+    assert strategic.body["metadata"]["labels"] == {"a": "1", "b": "2"}
+    merge = await apiserver.request("PATCH", path, json={"metadata": {"finalizers": ["x/two"]}},
+                                    content_type="application/merge-patch+json")
+    assert merge.body["metadata"]["finalizers"] == ["x/two"]  # merge-patch replaces lists
+    json_patch = await apiserver.request("PATCH", path, json=[
+        {"op": "test", "path": "/metadata/finalizers", "value": ["x/two"]},
+        {"op": "remove", "path": "/metadata/finalizers/0"}],
+        content_type="application/json-patch+json")
+    assert json_patch.status == 200
+    assert "finalizers" not in json_patch.body["metadata"] or (
+        json_patch.body["metadata"]["finalizers"] == [])
+    failed = await apiserver.request("PATCH", path, json=[
+        {"op": "test", "path": "/metadata/labels/a", "value": "nope"}],
+        content_type="application/json-patch+json")
+    assert failed.status == 422 and failed.body["kind"] == "Status"
+    await apiserver.request("POST", widgets, json=widget("w"))
+    refused = await apiserver.request("PATCH", f"{widgets}/w", json={"spec": {}},
+                                      content_type="application/strategic-merge-patch+json")
+    assert refused.status == 415 and refused.body["reason"] == "UnsupportedMediaType"
+
+
+async def test_patch_with_resource_version_is_a_precondition(
+        apiserver: Cluster, configmaps: str) -> None:
+    await apiserver.request("POST", configmaps, json=configmap("c"))
+    got = await apiserver.request(
+        "PATCH", f"{configmaps}/c",
+        json={"metadata": {"resourceVersion": "1"}, "data": {"a": "b"}},
+        content_type="application/merge-patch+json")
+    assert got.status == 409 and got.body["reason"] == "Conflict"
+
+
+async def test_delete_preconditions(apiserver: Cluster, configmaps: str) -> None:
+    made = (await apiserver.request("POST", configmaps, json=configmap("c"))).body
+    path = f"{configmaps}/c"
+    wrong_uid = await apiserver.request("DELETE", path, json={
+        "kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "nope"}})
+    assert wrong_uid.status == 409 and "Precondition failed: UID in precondition: nope" in (
+        wrong_uid.body["message"])
+    wrong_rv = await apiserver.request("DELETE", path, json={
+        "preconditions": {"resourceVersion": "1"}})
+    assert wrong_rv.status == 409
+    ok = await apiserver.request("DELETE", path, json={"preconditions": {
+        "uid": made["metadata"]["uid"], "resourceVersion": made["metadata"]["resourceVersion"]}})
+    assert ok.status == 200
+    assert ok.body["kind"] == "Status" and ok.body["status"] == "Success"
+    assert (await apiserver.request("GET", path)).status == 404
+
+
+async def test_deletecollection_removes_matching_objects(apiserver: Cluster, configmaps: str
+                                                         ) -> None:
+    for name, team in [("a", "x"), ("b", "x"), ("c", "y")]:
+        await apiserver.request("POST", configmaps, json=configmap(name, labels={"team": team}))
+    got = await apiserver.request("DELETE", configmaps, params={"labelSelector": "team=x"})
+    assert got.status == 200
+    left = await apiserver.request("GET", configmaps, params={"labelSelector": "team"})
+    assert [i["metadata"]["name"] for i in left.body["items"]] == ["c"]
+
+
+async def test_lease_times_have_six_fractional_digits(apiserver: Cluster) -> None:
+    # metav1.MicroTime marshals with RFC3339Micro ("2006-01-02T15:04:05.000000Z07:00").
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{apiserver.namespace}/leases"
+    got = await apiserver.request("POST", leases, json={
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+        "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15,
+                 "acquireTime": "2026-01-02T03:04:05Z",
+                 "renewTime": "2026-01-02T03:04:05.123456789Z"}})
+    assert got.status == 201, got.body
+    assert got.body["spec"]["acquireTime"] == "2026-01-02T03:04:05.000000Z"
+    assert got.body["spec"]["renewTime"] == "2026-01-02T03:04:05.123456Z"
