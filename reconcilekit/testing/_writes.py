@@ -20,7 +20,7 @@ from ._patch import PatchError, json_patch, merge_patch
 from ._requests import ResourceRequest
 from ._status import APIError, Cause
 from ._storage import Storage
-from ._strategic_patch import BUILTIN_PATCH_SCHEMAS, strategic_merge_patch
+from ._strategic_patch import patch_schema_for, strategic_merge_patch
 from ._validation import normalize_microtimes, validate_crd, validate_name
 
 __all__ = ["Writes"]
@@ -164,8 +164,7 @@ class Writes:
             elif content_type == "application/merge-patch+json":
                 patched = merge_patch(old, patch)
             else:
-                patched = strategic_merge_patch(
-                    old, patch, BUILTIN_PATCH_SCHEMAS.get(rtype.resource.kind, {}))
+                patched = strategic_merge_patch(old, patch, patch_schema_for(rtype.resource.kind))
         except PatchError as err:
             raise APIError(err.status, err.reason, err.api_message, {}) from None
         if not isinstance(patched, dict):
