@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import random
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,10 +22,16 @@ from .._selectors import FieldSelector, LabelSelector, SelectorError
 from ._faults import Faults
 from ._lifecycle import Lifecycle
 from ._registry import Registry
-from ._requests import ResourceRequest, parse_resource_path, verb_for
+from ._requests import (
+    ResourceRequest,
+    int_param,
+    parse_resource_path,
+    resource_version,
+    verb_for,
+)
 from ._status import APIError
 from ._storage import Storage
-from ._watch import Watcher, encode_event
+from ._watch_stream import serve_watch
 from ._writes import Writes, parse_json
 
 __all__ = ["Handler", "VERSION_INFO"]
@@ -136,7 +141,9 @@ class Handler:
             case "list":
                 return self._list(req, request.query)
             case "watch":
-                return await self._watch(req, request)
+                return await serve_watch(self.storage, req, request, self._filter(
+                    req, request.query), self.settings.bookmark_interval,
+                    self.settings.watch_buffer)
             case "create":
                 obj = self.writes.create(req, await _body(request), self._manager(request))
                 return _json_response(self._out(req, obj), 201)
@@ -233,7 +240,7 @@ class Handler:
 
     def _list(self, req: ResourceRequest, query: Mapping[str, str]) -> web.Response:
         matches = self._filter(req, query)
-        limit = _int_param(query, "limit", 0)
+        limit = int_param(query, "limit", 0)
         token = query.get("continue")
         rv_param = query.get("resourceVersion", "")
         start = ""
@@ -244,7 +251,7 @@ class Handler:
             list_rv, start = _decode_continue(token)
             objects = self.storage.snapshot(req.rtype, list_rv)
         elif rv_param and rv_param != "0":
-            wanted = _rv(rv_param)
+            wanted = resource_version(rv_param)
             if query.get("resourceVersionMatch") == "Exact":
                 list_rv, objects = wanted, self.storage.snapshot(req.rtype, wanted)
             elif wanted > self.storage.rv:
@@ -282,105 +289,6 @@ class Handler:
                                "apiVersion": req.rtype.group_version,
                                "metadata": meta, "items": items})
 
-    async def _watch(self, req: ResourceRequest, request: web.Request) -> web.StreamResponse:
-        query = request.query
-        matches = self._filter(req, query)
-        timeout = _int_param(query, "timeoutSeconds", 0) or random.uniform(1800, 3600)
-        rv_param = query.get("resourceVersion", "")
-        bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1")
-        initial = query.get("sendInitialEvents", "") in ("true", "1")
-        rewrite = None
-        storage_gv = self.storage.table(req.rtype).rtype.group_version
-        if storage_gv != req.rtype.group_version:
-            gv = req.rtype.group_version
-
-            def rewrite(obj: dict[str, Any]) -> bytes:
-                return orjson.dumps(dict(obj, apiVersion=gv))
-        watcher = Watcher(namespace=req.namespace, matches=matches, start_rv=0,
-                          rewrite=rewrite, limit=self.settings.watch_buffer)
-        if bookmarks:
-            watcher.bookmark_line = self._bookmark_encoder(req)
-        response = web.StreamResponse(status=200, headers={"Content-Type": _JSON,
-                                                           "Cache-Control": "no-cache, private"})
-        response.enable_chunked_encoding()
-        error = self._open_watch(req, watcher, rv_param, initial)
-        table = self.storage.table(req.rtype)
-        await response.prepare(request)
-        if error is not None:
-            await response.write(encode_event("ERROR", orjson.dumps(error.body())))
-            await response.write_eof()
-            return response
-        table.watchers.add(watcher)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        next_bookmark = loop.time() + self.settings.bookmark_interval
-        try:
-            while not watcher.closed:
-                now = loop.time()
-                if now >= deadline:
-                    break
-                await watcher.wait(min(deadline, next_bookmark) - now)
-                if watcher.lines:
-                    chunk = b"".join(watcher.lines)
-                    watcher.lines.clear()
-                    await response.write(chunk)
-                elif bookmarks and loop.time() >= next_bookmark:
-                    assert watcher.bookmark_line is not None
-                    await response.write(watcher.bookmark_line(self.storage.bookmark_rv()))
-                if loop.time() >= next_bookmark:
-                    next_bookmark = loop.time() + self.settings.bookmark_interval
-            if watcher.lines and not watcher.overflowed:
-                await response.write(b"".join(watcher.lines))
-            await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
-        finally:
-            table.watchers.discard(watcher)
-            watcher.close()
-        return response
-
-    def _open_watch(self, req: ResourceRequest, watcher: Watcher, rv_param: str,
-                    initial: bool) -> APIError | None:
-        """Queue what precedes live events; an APIError means the watch is too old."""
-        storage = self.storage
-        table = storage.table(req.rtype)
-        if not rv_param or rv_param == "0" or initial:
-            watcher.start_rv = storage.rv
-            for key in sorted(table.objects):
-                obj = table.objects[key]
-                if watcher._visible(obj):
-                    body = watcher.rewrite(obj) if watcher.rewrite else orjson.dumps(obj)
-                    watcher.push(encode_event("ADDED", body))
-            if initial and watcher.bookmark_line is not None:
-                watcher.push(watcher.bookmark_line(storage.rv, initial_events_end=True))
-            return None
-        rv = _rv(rv_param)
-        if rv < table.oldest_rv:
-            oldest = table.history[0].rv if table.history else storage.rv + 1
-            return APIError.expired(f"too old resource version: {rv} ({oldest})")
-        watcher.start_rv = rv
-        limit = storage.bookmark_rv()
-        for event in table.history:
-            if event.rv > limit:
-                break
-            watcher.offer(event)
-        return None
-
-    def _bookmark_encoder(self, req: ResourceRequest) -> Callable[..., bytes]:
-        r = req.rtype
-        kind, gv = r.resource.kind, r.group_version
-
-        def encode(rv: int, initial_events_end: bool = False) -> bytes:
-            meta: dict[str, Any] = {"resourceVersion": str(rv)}
-            if r.builtin:
-                meta["creationTimestamp"] = None
-            if initial_events_end:
-                meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-            return encode_event("BOOKMARK", orjson.dumps(
-                {"kind": kind, "apiVersion": gv, "metadata": meta}))
-
-        return encode
-
 
 # -- request parsing helpers ---------------------------------------------------------
 
@@ -391,26 +299,6 @@ async def _body(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise APIError.bad_request("the body of the request must be a JSON object")
     return body
-
-
-def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
-    value = query.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise APIError.bad_request(f'invalid value for {name}: "{value}"') from None
-    if number < 0:
-        raise APIError.bad_request(f"{name}: must be greater than or equal to 0")
-    return number
-
-
-def _rv(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise APIError.bad_request(f'invalid resource version "{value}"') from None
 
 
 def _encode_continue(rv: int, key: tuple[str, str]) -> str:

@@ -10,12 +10,13 @@ Paths follow kube-apiserver's layout::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._registry import Registry, ResourceType
 from ._status import APIError
 
-__all__ = ["ResourceRequest", "parse_resource_path", "verb_for"]
+__all__ = ["ResourceRequest", "int_param", "parse_resource_path", "resource_version", "verb_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +85,25 @@ def verb_for(method: str, req: ResourceRequest, watch: bool) -> str:
         case "DELETE", False:
             return "delete"
     raise APIError.method_not_allowed()
+
+
+def int_param(query: Mapping[str, str], name: str, default: int) -> int:
+    """A non-negative integer query parameter (400 BadRequest otherwise)."""
+    value = query.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise APIError.bad_request(f'invalid value for {name}: "{value}"') from None
+    if number < 0:
+        raise APIError.bad_request(f"{name}: must be greater than or equal to 0")
+    return number
+
+
+def resource_version(value: str) -> int:
+    """A resourceVersion query parameter as an integer (400 BadRequest otherwise)."""
+    try:
+        return int(value)
+    except ValueError:
+        raise APIError.bad_request(f'invalid resource version "{value}"') from None

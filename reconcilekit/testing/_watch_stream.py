@@ -1,0 +1,126 @@
+"""Serving one watch request: the initial events, history replay, live events, bookmarks.
+
+The stream is kube-apiserver's: HTTP 200, chunked, one JSON event per line.
+A resourceVersion older than the history answers with a single ERROR event
+carrying a 410 Expired Status, inside the 200 stream, as the watch cache does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ._requests import ResourceRequest, int_param, resource_version
+from ._status import APIError
+from ._storage import Storage
+from ._watch import Watcher, encode_event
+
+__all__ = ["serve_watch"]
+
+_JSON = "application/json"
+
+
+async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Request,
+                      matches: Callable[[Mapping[str, Any]], bool], bookmark_interval: float,
+                      buffer: int) -> web.StreamResponse:
+    """Stream watch events for ``req`` until the timeout, a close, or the client leaves."""
+    query = request.query
+    timeout = int_param(query, "timeoutSeconds", 0) or random.uniform(1800, 3600)
+    rv_param = query.get("resourceVersion", "")
+    bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1")
+    initial = query.get("sendInitialEvents", "") in ("true", "1")
+    rewrite = None
+    storage_gv = storage.table(req.rtype).rtype.group_version
+    if storage_gv != req.rtype.group_version:
+        gv = req.rtype.group_version
+
+        def rewrite(obj: dict[str, Any]) -> bytes:
+            return orjson.dumps(dict(obj, apiVersion=gv))
+    watcher = Watcher(namespace=req.namespace, matches=matches, start_rv=0,
+                      rewrite=rewrite, limit=buffer)
+    if bookmarks:
+        watcher.bookmark_line = _bookmark_encoder(req)
+    response = web.StreamResponse(status=200, headers={"Content-Type": _JSON,
+                                                       "Cache-Control": "no-cache, private"})
+    response.enable_chunked_encoding()
+    error = _open_watch(storage, req, watcher, rv_param, initial)
+    table = storage.table(req.rtype)
+    await response.prepare(request)
+    if error is not None:
+        await response.write(encode_event("ERROR", orjson.dumps(error.body())))
+        await response.write_eof()
+        return response
+    table.watchers.add(watcher)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    next_bookmark = loop.time() + bookmark_interval
+    try:
+        while not watcher.closed:
+            now = loop.time()
+            if now >= deadline:
+                break
+            await watcher.wait(min(deadline, next_bookmark) - now)
+            if watcher.lines:
+                chunk = b"".join(watcher.lines)
+                watcher.lines.clear()
+                await response.write(chunk)
+            elif bookmarks and loop.time() >= next_bookmark:
+                assert watcher.bookmark_line is not None
+                await response.write(watcher.bookmark_line(storage.bookmark_rv()))
+            if loop.time() >= next_bookmark:
+                next_bookmark = loop.time() + bookmark_interval
+        if watcher.lines and not watcher.overflowed:
+            await response.write(b"".join(watcher.lines))
+        await response.write_eof()
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        table.watchers.discard(watcher)
+        watcher.close()
+    return response
+
+def _open_watch(storage: Storage, req: ResourceRequest, watcher: Watcher, rv_param: str,
+                initial: bool) -> APIError | None:
+    """Queue what precedes live events; an APIError means the watch is too old."""
+    table = storage.table(req.rtype)
+    if not rv_param or rv_param == "0" or initial:
+        watcher.start_rv = storage.rv
+        for key in sorted(table.objects):
+            obj = table.objects[key]
+            if watcher._visible(obj):
+                body = watcher.rewrite(obj) if watcher.rewrite else orjson.dumps(obj)
+                watcher.push(encode_event("ADDED", body))
+        if initial and watcher.bookmark_line is not None:
+            watcher.push(watcher.bookmark_line(storage.rv, initial_events_end=True))
+        return None
+    rv = resource_version(rv_param)
+    if rv < table.oldest_rv:
+        oldest = table.history[0].rv if table.history else storage.rv + 1
+        return APIError.expired(f"too old resource version: {rv} ({oldest})")
+    watcher.start_rv = rv
+    limit = storage.bookmark_rv()
+    for event in table.history:
+        if event.rv > limit:
+            break
+        watcher.offer(event)
+    return None
+
+def _bookmark_encoder(req: ResourceRequest) -> Callable[..., bytes]:
+    r = req.rtype
+    kind, gv = r.resource.kind, r.group_version
+
+    def encode(rv: int, initial_events_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if r.builtin:
+            meta["creationTimestamp"] = None
+        if initial_events_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return encode_event("BOOKMARK", orjson.dumps(
+            {"kind": kind, "apiVersion": gv, "metadata": meta}))
+
+    return encode
