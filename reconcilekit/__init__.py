@@ -15,6 +15,8 @@ from ._finalizers import remove_finalizer as remove_finalizer
 from ._objects import ObjectKey as ObjectKey
 from ._objects import Resource as Resource
 from ._objects import object_key as object_key
+from ._store import IndexFunc as IndexFunc
+from ._store import Store as Store
 
 __all__ = [
     "CleanupDone",
@@ -24,8 +26,10 @@ __all__ = [
     "FinalizeAction",
     "FinalizerClient",
     "FinalizerResult",
+    "IndexFunc",
     "ObjectKey",
     "Resource",
+    "Store",
     "SystemClock",
     "add_finalizer",
     "delete_then_release",
