@@ -76,7 +76,7 @@ class FakeClock:
     async def settle(self, rounds: int = 10) -> None:
         """Yield to the event loop a few times so woken tasks get to run."""
         for _ in range(rounds):
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
 
     def __repr__(self) -> str:
         return f"FakeClock(monotonic={self._now!r}, sleepers={len(self._sleepers)})"
