@@ -1,7 +1,31 @@
 """reconcilekit: a controller-runtime-style framework for Kubernetes controllers in Python."""
 
+from ._client import Client as Client
+from ._client import ClientOptions as ClientOptions
+from ._client_retry import RetryPolicy as RetryPolicy
+from ._client_transport import ClientStatistics as ClientStatistics
+from ._client_transport import RequestRecord as RequestRecord
+from ._client_writes import WriteRecord as WriteRecord
 from ._clock import Clock as Clock
 from ._clock import SystemClock as SystemClock
+from ._errors import AlreadyExists as AlreadyExists
+from ._errors import APIConnectionError as APIConnectionError
+from ._errors import APIError as APIError
+from ._errors import APITimeoutError as APITimeoutError
+from ._errors import BadRequest as BadRequest
+from ._errors import Conflict as Conflict
+from ._errors import Expired as Expired
+from ._errors import Forbidden as Forbidden
+from ._errors import Gone as Gone
+from ._errors import Invalid as Invalid
+from ._errors import MethodNotAllowed as MethodNotAllowed
+from ._errors import NotFound as NotFound
+from ._errors import ServerError as ServerError
+from ._errors import TooManyRequests as TooManyRequests
+from ._errors import Unauthorized as Unauthorized
+from ._errors import UnsupportedMediaType as UnsupportedMediaType
+from ._errors import error_from_response as error_from_response
+from ._errors import error_from_status as error_from_status
 from ._finalizers import CleanupDone as CleanupDone
 from ._finalizers import CleanupNotDone as CleanupNotDone
 from ._finalizers import CleanupResult as CleanupResult
@@ -19,20 +43,44 @@ from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
 
 __all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AlreadyExists",
+    "BadRequest",
     "CleanupDone",
     "CleanupNotDone",
     "CleanupResult",
+    "Client",
+    "ClientOptions",
+    "ClientStatistics",
     "Clock",
+    "Conflict",
+    "Expired",
     "FinalizeAction",
     "FinalizerClient",
     "FinalizerResult",
+    "Forbidden",
+    "Gone",
     "IndexFunc",
+    "Invalid",
+    "MethodNotAllowed",
+    "NotFound",
     "ObjectKey",
+    "RequestRecord",
     "Resource",
+    "RetryPolicy",
+    "ServerError",
     "Store",
     "SystemClock",
+    "TooManyRequests",
+    "Unauthorized",
+    "UnsupportedMediaType",
+    "WriteRecord",
     "add_finalizer",
     "delete_then_release",
+    "error_from_response",
+    "error_from_status",
     "finalize",
     "object_key",
     "remove_finalizer",

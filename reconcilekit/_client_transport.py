@@ -1,0 +1,345 @@
+"""HTTP for :class:`reconcilekit.Client`: one request with timeout, typed errors and retries.
+
+The session is kubernetes-asyncio's (``ApiClient(configuration).rest_client``),
+so TLS, client certificates, proxies and the TLS server name come from the
+configuration exactly as kubernetes-asyncio applies them. The bearer token is
+asked of the configuration for every request: in-cluster and exec-plugin
+configurations install a hook that refreshes it, and the hook only does work
+when the token is due.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+
+from ._client_retry import RetryPolicy
+from ._clock import Clock
+from ._errors import APIConnectionError, APIError, APITimeoutError, error_from_response
+
+__all__ = ["ClientStatistics", "RequestRecord", "Transport", "request_labels"]
+
+log = logging.getLogger("reconcilekit.client")
+
+Params = Mapping[str, str | int | bool | None]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One attempt of one request, as passed to request observers.
+
+    ``verb`` is kube-apiserver's (get, list, watch, create, update, patch,
+    delete, deletecollection); ``resource`` is ``pods``, ``pods/status`` or
+    ``widgets.example.com`` (the path for non-resource URLs). ``status`` is
+    the HTTP status, or None when no answer came (connection error, timeout).
+    ``duration`` is in seconds of the client's clock. ``retried`` says the
+    client will send this request again.
+    """
+
+    verb: str
+    resource: str
+    method: str
+    status: int | None
+    duration: float
+    retried: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClientStatistics:
+    """Counts per ``(verb, resource)`` since the client was created.
+
+    ``requests`` counts attempts sent (retries included), ``errors`` the
+    attempts that failed (non-2xx or no answer), ``retries`` the attempts
+    that were followed by a retry.
+    """
+
+    requests: Mapping[tuple[str, str], int]
+    errors: Mapping[tuple[str, str], int]
+    retries: Mapping[tuple[str, str], int]
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+    @property
+    def total_retries(self) -> int:
+        return sum(self.retries.values())
+
+
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+def request_labels(method: str, path: str, params: Params | None = None) -> tuple[str, str]:
+    """kube-apiserver's ``(verb, resource)`` for a request, as its RequestInfo resolver does."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 2:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return method.lower(), path
+    if rest[:1] == ["watch"]:
+        rest, params = rest[1:], {"watch": "true"}
+    if len(rest) > 2 and rest[0] == "namespaces" and rest[2] not in _NAMESPACE_SUBRESOURCES:
+        rest = rest[2:]
+    if not rest:
+        return method.lower(), path
+    resource = f"{rest[0]}.{group}" if group else rest[0]
+    if len(rest) > 2:
+        resource = f"{resource}/{rest[2]}"
+    named = len(rest) > 1
+    method = method.upper()
+    if method == "GET":
+        watch = str((params or {}).get("watch", "")).lower() in ("true", "1")
+        verb = "watch" if watch else ("get" if named else "list")
+    elif method == "DELETE":
+        verb = "delete" if named else "deletecollection"
+    else:
+        verb = _VERBS.get(method, method.lower())
+    return verb, resource
+
+
+def _query(params: Params | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in (params or {}).items():
+        if value is None:
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+class Transport:
+    """Sends requests over kubernetes-asyncio's aiohttp session (see the module docstring).
+
+    Guarantees:
+      * every request other than :meth:`open_stream` ends within ``timeout``
+        seconds per attempt, and is sent at most ``retry.max_retries + 1``
+        times; retries follow :class:`RetryPolicy` and wait on ``clock``;
+      * a non-2xx answer raises the :class:`APIError` subclass of its Status;
+        no answer raises :class:`APIConnectionError` (:class:`APITimeoutError`
+        after a timeout); aiohttp's own exceptions never escape :meth:`request`;
+      * every attempt is counted in :meth:`statistics` and reported to the
+        request observers, in order.
+    """
+
+    def __init__(self, configuration: Any, *, clock: Clock, user_agent: str,
+                 retry: RetryPolicy, timeout: float) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0, got {timeout}")
+        self.configuration = configuration
+        self.host = str(configuration.host).rstrip("/")
+        self._clock = clock
+        self._user_agent = user_agent
+        self._retry = retry
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._connect_timeout = timeout
+        self._random = random.Random()
+        self._api: Any = None
+        self._closed = False
+        self._requests: Counter[tuple[str, str]] = Counter()
+        self._errors: Counter[tuple[str, str]] = Counter()
+        self._retries: Counter[tuple[str, str]] = Counter()
+        self._observers: list[Callable[[RequestRecord], None]] = []
+
+    # -- session ----------------------------------------------------------------------------
+
+    def _session(self) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
+        """The session (created on first use, inside the running loop) and per-request options."""
+        if self._closed:
+            raise RuntimeError("the client is closed")
+        if self._api is None:
+            from kubernetes_asyncio.client import ApiClient
+
+            self._api = ApiClient(self.configuration)
+        rest = self._api.rest_client
+        extra: dict[str, Any] = {}
+        if rest.proxy:
+            extra["proxy"] = rest.proxy
+        if rest.proxy_headers:
+            extra["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            extra["server_hostname"] = rest.server_hostname
+        return rest.pool_manager, extra
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": self._user_agent}
+        token = await self.configuration.get_api_key_with_prefix("BearerToken")
+        if token:
+            headers["Authorization"] = token
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    async def close(self) -> None:
+        """Close the session; further requests raise RuntimeError. Idempotent."""
+        self._closed = True
+        api, self._api = self._api, None
+        if api is not None:
+            await api.close()
+
+    # -- observation ------------------------------------------------------------------------
+
+    def add_observer(self, callback: Callable[[RequestRecord], None]) -> Callable[[], None]:
+        self._observers.append(callback)
+        return lambda: self._observers.remove(callback) if callback in self._observers else None
+
+    def statistics(self) -> ClientStatistics:
+        return ClientStatistics(dict(self._requests), dict(self._errors), dict(self._retries))
+
+    def _record(self, labels: tuple[str, str], method: str, status: int | None, start: float,
+                failed: bool, retried: bool) -> None:
+        self._requests[labels] += 1
+        if failed:
+            self._errors[labels] += 1
+        if retried:
+            self._retries[labels] += 1
+        if self._observers:
+            record = RequestRecord(labels[0], labels[1], method, status,
+                                   self._clock.monotonic() - start, retried)
+            for observer in list(self._observers):
+                try:
+                    observer(record)
+                except Exception:
+                    log.exception("request observer %r failed", observer)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def request(self, method: str, path: str, *, params: Params | None = None,
+                      body: Any = None, content_type: str | None = None) -> dict[str, Any]:
+        """Send one request (with retries) and return its decoded JSON answer.
+
+        ``body`` is serialized with orjson unless it is already ``bytes``;
+        ``content_type`` defaults to ``application/json`` when there is a body.
+        """
+        method = method.upper()
+        labels = request_labels(method, path, params)
+        query = _query(params)
+        data = body if body is None or isinstance(body, bytes) else orjson.dumps(body)
+        if data is not None and content_type is None:
+            content_type = "application/json"
+        url = self.host + path
+        retry = 0
+        while True:
+            start = self._clock.monotonic()
+            status: int | None = None
+            error: Exception
+            try:
+                status, raw, headers = await self._send(method, url, query, data, content_type)
+            except APIConnectionError as err:
+                error = err
+            else:
+                if 200 <= status < 300:
+                    self._record(labels, method, status, start, False, False)
+                    return _decode(status, raw)
+                error = error_from_response(status, raw, headers)
+            delay = None if _is_tls(error) else self._retry.delay(
+                method, error, retry, self._random.random())
+            self._record(labels, method, status, start, True, delay is not None)
+            if delay is None:
+                if retry:
+                    error.add_note(f"(after {retry} {'retry' if retry == 1 else 'retries'})")
+                raise error
+            log.info("retrying %s %s in %.2fs (retry %d of %d) after: %s", method, path, delay,
+                     retry + 1, self._retry.max_retries, error)
+            retry += 1
+            await self._clock.sleep(delay)
+
+    async def _send(self, method: str, url: str, query: dict[str, str], data: bytes | None,
+                    content_type: str | None) -> tuple[int, bytes, Mapping[str, str]]:
+        session, extra = self._session()
+        headers = await self._headers(content_type)
+        try:
+            async with session.request(method, url, params=query, data=data, headers=headers,
+                                       timeout=self._timeout, **extra) as resp:
+                return resp.status, await resp.read(), resp.headers
+        except Exception as err:
+            wrapped = _connection_error(method, url, err)
+            if wrapped is err:
+                raise
+            raise wrapped from err
+
+    async def open_stream(self, path: str, params: Params | None = None, *,
+                          inactivity_timeout: float | None = 70.0
+                          ) -> aiohttp.ClientResponse:
+        """Open a streaming ``GET`` (a watch) and return aiohttp's response, status 200.
+
+        The stream fails when no byte arrives for ``inactivity_timeout``
+        seconds (pair it
+        with the server-side ``timeoutSeconds``). Connecting is bounded by the
+        client's request timeout. Never retried: the caller decides. Opening
+        raises reconcilekit's errors; reading the body afterwards raises
+        aiohttp's (``aiohttp.ClientPayloadError``, ``aiohttp.SocketTimeoutError``),
+        which the watcher handles. The caller must close the response
+        (``async with response:`` or ``response.release()``).
+        """
+        labels = request_labels("GET", path, params)
+        url = self.host + path
+        session, extra = self._session()
+        headers = await self._headers(None)
+        stream_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
+                                               sock_read=inactivity_timeout)
+        start = self._clock.monotonic()
+        try:
+            resp = await session.request("GET", url, params=_query(params), headers=headers,
+                                         timeout=stream_timeout, **extra)
+        except Exception as err:
+            self._record(labels, "GET", None, start, True, False)
+            wrapped = _connection_error("GET", url, err)
+            if wrapped is err:
+                raise
+            raise wrapped from err
+        if resp.status != 200:
+            try:
+                raw = await resp.read()
+            except Exception:
+                raw = b""
+            finally:
+                resp.release()
+            self._record(labels, "GET", resp.status, start, True, False)
+            raise error_from_response(resp.status, raw, resp.headers)
+        self._record(labels, "GET", resp.status, start, False, False)
+        return resp
+
+
+def _decode(status: int, raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        return {}
+    try:
+        decoded = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        decoded = None
+    if not isinstance(decoded, dict):
+        snippet = raw[:200].decode(errors="replace")
+        raise APIError(f"expected a JSON object in the answer, got: {snippet!r}", status=status,
+                       reason="InvalidResponse")
+    return decoded
+
+
+_TLS_ERRORS: tuple[type[Exception], ...] = (aiohttp.ClientConnectorCertificateError,
+                                          aiohttp.ClientSSLError)
+
+
+def _is_tls(error: Exception) -> bool:
+    return isinstance(error, APIConnectionError) and isinstance(error.__cause__, _TLS_ERRORS)
+
+
+def _connection_error(method: str, url: str, err: Exception) -> Exception:
+    """The reconcilekit error for an aiohttp failure (other exceptions pass through)."""
+    where = f"{method} {url}"
+    if isinstance(err, aiohttp.ClientConnectorError):  # before ClientOSError: its base
+        return APIConnectionError(f"{where}: cannot connect: {err}", sent=False)
+    if isinstance(err, TimeoutError):  # aiohttp's total and socket timeouts are TimeoutErrors
+        return APITimeoutError(f"{where}: no answer within the timeout")
+    if isinstance(err, aiohttp.ClientPayloadError):
+        return APIConnectionError(f"{where}: the answer was cut short: {err}", sent=True)
+    if isinstance(err, aiohttp.ClientConnectionError):
+        return APIConnectionError(f"{where}: connection lost: {err}", sent=True)
+    return err
