@@ -39,6 +39,12 @@ from ._finalizers import remove_finalizer as remove_finalizer
 from ._objects import ObjectKey as ObjectKey
 from ._objects import Resource as Resource
 from ._objects import object_key as object_key
+from ._rate_limiters import BucketRateLimiter as BucketRateLimiter
+from ._rate_limiters import ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter
+from ._rate_limiters import ItemFastSlowRateLimiter as ItemFastSlowRateLimiter
+from ._rate_limiters import MaxOfRateLimiter as MaxOfRateLimiter
+from ._rate_limiters import RateLimiter as RateLimiter
+from ._rate_limiters import default_controller_rate_limiter as default_controller_rate_limiter
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
 
@@ -48,6 +54,7 @@ __all__ = [
     "APITimeoutError",
     "AlreadyExists",
     "BadRequest",
+    "BucketRateLimiter",
     "CleanupDone",
     "CleanupNotDone",
     "CleanupResult",
@@ -64,9 +71,13 @@ __all__ = [
     "Gone",
     "IndexFunc",
     "Invalid",
+    "ItemExponentialFailureRateLimiter",
+    "ItemFastSlowRateLimiter",
+    "MaxOfRateLimiter",
     "MethodNotAllowed",
     "NotFound",
     "ObjectKey",
+    "RateLimiter",
     "RequestRecord",
     "Resource",
     "RetryPolicy",
@@ -78,6 +89,7 @@ __all__ = [
     "UnsupportedMediaType",
     "WriteRecord",
     "add_finalizer",
+    "default_controller_rate_limiter",
     "delete_then_release",
     "error_from_response",
     "error_from_status",
