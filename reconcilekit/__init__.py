@@ -39,6 +39,8 @@ from ._finalizers import remove_finalizer as remove_finalizer
 from ._objects import ObjectKey as ObjectKey
 from ._objects import Resource as Resource
 from ._objects import object_key as object_key
+from ._queue_metrics import PrometheusQueueMetrics as PrometheusQueueMetrics
+from ._queue_metrics import QueueMetrics as QueueMetrics
 from ._rate_limiters import BucketRateLimiter as BucketRateLimiter
 from ._rate_limiters import ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter
 from ._rate_limiters import ItemFastSlowRateLimiter as ItemFastSlowRateLimiter
@@ -47,6 +49,9 @@ from ._rate_limiters import RateLimiter as RateLimiter
 from ._rate_limiters import default_controller_rate_limiter as default_controller_rate_limiter
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
+from ._workqueue import QueueShutDown as QueueShutDown
+from ._workqueue import QueueStatistics as QueueStatistics
+from ._workqueue import WorkQueue as WorkQueue
 
 __all__ = [
     "APIConnectionError",
@@ -77,6 +82,10 @@ __all__ = [
     "MethodNotAllowed",
     "NotFound",
     "ObjectKey",
+    "PrometheusQueueMetrics",
+    "QueueMetrics",
+    "QueueShutDown",
+    "QueueStatistics",
     "RateLimiter",
     "RequestRecord",
     "Resource",
@@ -87,6 +96,7 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
+    "WorkQueue",
     "WriteRecord",
     "add_finalizer",
     "default_controller_rate_limiter",

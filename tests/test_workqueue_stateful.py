@@ -1,0 +1,262 @@
+"""Model-based test of WorkQueue under random operations, workers, cancellations and time.
+
+Each machine runs its own asyncio event loop. Synchronous workers use
+``get_nowait``; asynchronous getters are real tasks blocked in ``get`` that
+steps may cancel; every step ends by letting the loop settle. A small model
+tracks, per key, the time by which a run is owed ("obligation"), and the
+failures the rate limiter should have counted.
+
+Checked after every step:
+  * ``_check_invariants()``;
+  * no key is held by two workers, and the queue's held set is the model's;
+  * a key is handed out only if a run is owed and due (no early, duplicate
+    or stale delivery), and every handout settles the obligation;
+  * waiting deadlines are exactly the model's (earliest wins, no stale
+    entry delays or suppresses a later one);
+  * no getter sleeps while a key it could take is due (no lost wakeup);
+  * failures counted by ``add_rate_limited`` are exactly the model's.
+At the end time runs past every deadline, everything held is finished and
+the queue is drained: every owed run must have happened exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from prometheus_client import CollectorRegistry
+
+from reconcilekit import (
+    ItemExponentialFailureRateLimiter,
+    PrometheusQueueMetrics,
+    QueueShutDown,
+    WorkQueue,
+)
+from reconcilekit.testing import FakeClock
+
+KEYS = st.sampled_from("abcde")
+DELAYS = st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 5.0])
+SYNC_WORKERS = 3
+MAX_GETTERS = 3
+BASE, CAP = 1.0, 8.0
+T = TypeVar("T")
+
+
+class WorkQueueMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.clock = FakeClock()
+        self.queue: WorkQueue[str] = WorkQueue(
+            name="machine",
+            clock=self.clock,
+            rate_limiter=ItemExponentialFailureRateLimiter(BASE, CAP),
+            metrics=PrometheusQueueMetrics(CollectorRegistry(), "machine"),
+        )
+        self.owed: dict[str, float] = {}  # key -> time a run is owed from
+        self.counted: set[str] = set()  # keys waiting on a counted failure
+        self.failures: dict[str, int] = {}
+        self.held: dict[str, str] = {}  # key -> holder
+        self.sync_held: dict[int, str] = {}
+        self.async_held: list[str] = []
+        self.getters: list[asyncio.Task[None]] = []
+        self.drainer: asyncio.Task[None] | None = None
+        self.closed = False
+        self.dropping = False  # shutdown() (as opposed to a drain)
+
+    # -- plumbing -----------------------------------------------------------
+
+    def settle(self) -> None:
+        self.loop.run_until_complete(self.clock.settle(5))
+
+    def in_loop(self, function: Callable[[], T]) -> T:
+        """Run a synchronous queue call inside the loop, as controllers do (wakeups need it)."""
+
+        async def call() -> T:
+            return function()
+
+        return self.loop.run_until_complete(call())
+
+    def now(self) -> float:
+        return self.clock.monotonic()
+
+    def pending(self, key: str) -> bool:
+        return key in self.owed and self.owed[key] <= self.now()
+
+    def handed_out(self, key: str, holder: str) -> None:
+        assert key not in self.held, f"{key!r} handed to {holder} while held by {self.held[key]}"
+        assert key in self.owed, f"{key!r} handed out but no run was owed"
+        assert self.owed[key] <= self.now(), f"{key!r} handed out before {self.owed[key]}"
+        del self.owed[key]
+        self.counted.discard(key)
+        self.held[key] = holder
+
+    def owe(self, key: str, at: float, *, counted: bool = False) -> None:
+        if at <= self.now():
+            self.counted.discard(key)
+        elif counted:
+            self.counted.add(key)
+        self.owed[key] = min(self.owed.get(key, at), at)
+
+    def finish(self, key: str) -> None:
+        del self.held[key]
+        self.in_loop(lambda: self.queue.done(key))
+
+    # -- operations ---------------------------------------------------------
+
+    # The model is updated before the queue call: a getter woken by the call
+    # may run (and check the model) before in_loop returns.
+
+    @rule(key=KEYS)
+    def add(self, key: str) -> None:
+        if not self.closed:
+            self.owe(key, self.now())
+        self.in_loop(lambda: self.queue.add(key))
+
+    @rule(key=KEYS, delay=DELAYS)
+    def add_after(self, key: str, delay: float) -> None:
+        if not self.closed and not self.pending(key):
+            self.owe(key, self.now() + delay if delay > 0 else self.now())
+        self.in_loop(lambda: self.queue.add_after(key, delay))
+
+    @rule(key=KEYS)
+    def add_rate_limited(self, key: str) -> None:
+        if not (self.closed or self.pending(key) or key in self.counted):
+            failures = self.failures.get(key, 0)
+            self.failures[key] = failures + 1
+            self.owe(key, self.now() + min(BASE * 2.0**failures, CAP), counted=True)
+        self.in_loop(lambda: self.queue.add_rate_limited(key))
+
+    @rule(key=KEYS)
+    def forget(self, key: str) -> None:
+        self.queue.forget(key)
+        self.failures.pop(key, None)
+
+    @rule(seconds=st.sampled_from([0.5, 1.0, 2.0, 4.0]))
+    def advance(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+
+    @rule(worker=st.integers(0, SYNC_WORKERS - 1))
+    def sync_get(self, worker: int) -> None:
+        if worker in self.sync_held:
+            return
+        try:
+            key = self.in_loop(self.queue.get_nowait)
+        except anyio.WouldBlock:
+            assert not any(self.pending(k) and k not in self.held for k in self.owed)
+            return
+        except QueueShutDown:
+            assert self.closed
+            return
+        self.handed_out(key, f"worker {worker}")
+        self.sync_held[worker] = key
+
+    @rule(worker=st.integers(0, SYNC_WORKERS - 1))
+    def sync_done(self, worker: int) -> None:
+        if worker in self.sync_held:
+            self.finish(self.sync_held.pop(worker))
+
+    @precondition(lambda self: len(self.getters) < MAX_GETTERS)
+    @rule()
+    def spawn_getter(self) -> None:
+        async def getter() -> None:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            self.handed_out(key, "a getter")
+            self.async_held.append(key)
+
+        self.getters.append(self.loop.create_task(getter()))
+
+    @rule(data=st.data())
+    def async_done(self, data: st.DataObject) -> None:
+        if self.async_held:
+            key = self.async_held.pop(data.draw(st.integers(0, len(self.async_held) - 1)))
+            self.finish(key)
+
+    @rule(data=st.data())
+    def cancel_getter(self, data: st.DataObject) -> None:
+        if self.getters:
+            self.getters[data.draw(st.integers(0, len(self.getters) - 1))].cancel()
+
+    @precondition(lambda self: not self.closed)
+    @rule()
+    def start_drain(self) -> None:
+        self.closed = True
+        self.owed = {k: at for k, at in self.owed.items() if at <= self.now()}
+        self.drainer = self.loop.create_task(self.queue.shutdown_with_drain())
+
+    @precondition(lambda self: not self.dropping)
+    @rule()
+    def shutdown(self) -> None:
+        self.in_loop(self.queue.shutdown)
+        self.closed = self.dropping = True
+        self.owed.clear()
+
+    # -- checks -------------------------------------------------------------
+
+    @invariant()
+    def settled_state_matches_the_model(self) -> None:
+        self.settle()
+        for task in self.getters:
+            if task.done() and not task.cancelled():
+                task.result()  # re-raise a failed check made inside a getter
+        self.getters = [t for t in self.getters if not t.done()]
+        queue = self.queue
+        queue._check_invariants()
+        assert set(queue._held) == set(self.held)
+        for key, entry in queue._delays.index.items():
+            assert self.owed.get(key) == entry[0], (key, self.owed.get(key), entry[0])
+            assert queue._delays.is_rate_limited(key) == (key in self.counted)
+        for key, at in self.owed.items():
+            if at > self.now():
+                assert queue._delays.deadline(key) == at, (key, at)
+            elif self.getters:  # a getter is waiting: nothing it could take is due
+                assert key in self.held, f"{key!r} due at {at} while a getter sleeps"
+        for key in "abcde":
+            assert queue.num_requeues(key) == self.failures.get(key, 0), key
+        if self.drainer is not None and self.drainer.done():
+            assert self.dropping or (not queue._dirty and not queue._held)
+
+    def teardown(self) -> None:
+        try:
+            if not self.dropping:
+                self.clock.advance(1000)
+                self.settle()
+                for key in list(self.held):
+                    self.finish(key)
+                self.sync_held.clear()
+                self.async_held.clear()
+                while True:
+                    try:
+                        key = self.in_loop(self.queue.get_nowait)
+                    except (anyio.WouldBlock, QueueShutDown):
+                        break
+                    self.handed_out(key, "the final drain")
+                    self.finish(key)
+                    self.queue._check_invariants()
+                assert self.owed == {}, f"runs owed but never handed out: {self.owed}"
+        finally:
+            tasks = [*self.getters, *([self.drainer] if self.drainer else [])]
+
+            async def cancel_all() -> None:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+            try:
+                self.loop.run_until_complete(cancel_all())
+            finally:
+                self.loop.close()
+
+
+WorkQueueMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=40, deadline=None
+)
+TestWorkQueueMachine = WorkQueueMachine.TestCase
