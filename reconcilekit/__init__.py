@@ -26,6 +26,9 @@ from ._errors import Unauthorized as Unauthorized
 from ._errors import UnsupportedMediaType as UnsupportedMediaType
 from ._errors import error_from_response as error_from_response
 from ._errors import error_from_status as error_from_status
+from ._expectations import ExpectationMetrics as ExpectationMetrics
+from ._expectations import Expectations as Expectations
+from ._expectations import PrometheusExpectationMetrics as PrometheusExpectationMetrics
 from ._finalizers import CleanupDone as CleanupDone
 from ._finalizers import CleanupNotDone as CleanupNotDone
 from ._finalizers import CleanupResult as CleanupResult
@@ -47,6 +50,7 @@ from ._rate_limiters import ItemFastSlowRateLimiter as ItemFastSlowRateLimiter
 from ._rate_limiters import MaxOfRateLimiter as MaxOfRateLimiter
 from ._rate_limiters import RateLimiter as RateLimiter
 from ._rate_limiters import default_controller_rate_limiter as default_controller_rate_limiter
+from ._rv_expectations import ResourceVersionExpectations as ResourceVersionExpectations
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
 from ._workqueue import QueueShutDown as QueueShutDown
@@ -68,6 +72,8 @@ __all__ = [
     "ClientStatistics",
     "Clock",
     "Conflict",
+    "ExpectationMetrics",
+    "Expectations",
     "Expired",
     "FinalizeAction",
     "FinalizerClient",
@@ -82,6 +88,7 @@ __all__ = [
     "MethodNotAllowed",
     "NotFound",
     "ObjectKey",
+    "PrometheusExpectationMetrics",
     "PrometheusQueueMetrics",
     "QueueMetrics",
     "QueueShutDown",
@@ -89,6 +96,7 @@ __all__ = [
     "RateLimiter",
     "RequestRecord",
     "Resource",
+    "ResourceVersionExpectations",
     "RetryPolicy",
     "ServerError",
     "Store",
