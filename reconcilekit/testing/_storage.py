@@ -202,11 +202,7 @@ class Storage:
             meta["generation"] = 1
         _prepare_for_create(rtype, obj)
         meta["managedFields"] = [self._managed_entry(rtype, obj, manager, "Update")]
-        table.objects[key] = obj
-        self._index_owners(table, key, None, obj)
-        self._emit(table, "ADDED", obj, None)
-        for hook in self.on_written:
-            hook(table, obj)
+        self._write(table, key, None, obj)
         return obj
 
     def update(self, rtype: ResourceType, namespace: str, name: str, new: dict[str, Any], *,
@@ -246,12 +242,17 @@ class Storage:
                 not self._blocks_delete(table, result)):
             self._remove(table, key, result)
             return result
-        table.objects[key] = result
-        self._index_owners(table, key, old, result)
-        self._emit(table, "MODIFIED", result, old)
-        for hook in self.on_written:
-            hook(table, result)
+        self._write(table, key, old, result)
         return result
+
+    def _write(self, table: Table, key: ObjKey, old: dict[str, Any] | None,
+               new: dict[str, Any]) -> None:
+        """Store ``new`` under ``key``: owner index, one event, then the lifecycle hooks."""
+        table.objects[key] = new
+        self._index_owners(table, key, old, new)
+        self._emit(table, "ADDED" if old is None else "MODIFIED", new, old)
+        for hook in self.on_written:
+            hook(table, new)
 
     def _merge_update(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any],
                       subresource: str | None) -> dict[str, Any]:
