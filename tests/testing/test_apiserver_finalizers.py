@@ -9,6 +9,7 @@ from k8s_objects import configmap, widget
 
 async def test_delete_with_finalizers_sets_deletion_timestamp_and_keeps_the_object(
         apiserver: Cluster, widgets: str) -> None:
+    # registry.Store.Delete -> BeforeDelete/updateForGracefulDeletionAndFinalizers.
     await apiserver.request("POST", widgets, json=widget("w", finalizers=["a/b"]))
     path = f"{widgets}/w"
     deleted = await apiserver.request("DELETE", path)
@@ -22,6 +23,8 @@ async def test_delete_with_finalizers_sets_deletion_timestamp_and_keeps_the_obje
 
 async def test_removing_the_last_finalizer_emits_only_deleted(apiserver: Cluster,
                                                               widgets: str) -> None:
+    # registry.Store.Update deletes in the same storage op once deletionTimestamp is
+    # set and no finalizers remain (deleteWithoutFinalizers path): a single DELETED.
     made = (await apiserver.request("POST", widgets,
                                     json=widget("w", finalizers=["a/b", "c/d"]))).body
     path = f"{widgets}/w"
@@ -59,6 +62,7 @@ async def test_no_new_finalizers_on_an_object_being_deleted(apiserver: Cluster,
 
 async def test_deletion_timestamp_can_never_be_cleared(apiserver: Cluster,
                                                        widgets: str) -> None:
+    # rest.BeforeUpdate: "an update can never remove/change a deletion timestamp".
     await apiserver.request("POST", widgets, json=widget("w", finalizers=["a/b"]))
     path = f"{widgets}/w"
     deleting = (await apiserver.request("DELETE", path)).body
@@ -71,6 +75,7 @@ async def test_deletion_timestamp_can_never_be_cleared(apiserver: Cluster,
 
 async def test_deleting_again_while_finalizers_pend_changes_nothing(
         apiserver: Cluster, configmaps: str) -> None:
+    # A repeated DELETE of a terminating object returns it unchanged.
     await apiserver.request("POST", configmaps, json=configmap("c", finalizers=["a/b"]))
     first = (await apiserver.request("DELETE", f"{configmaps}/c")).body
     second = await apiserver.request("DELETE", f"{configmaps}/c")

@@ -24,6 +24,8 @@ def _names(body: dict[str, object]) -> list[str]:
 
 
 async def test_list_shape_and_label_selectors(apiserver: Cluster, configmaps: str) -> None:
+    # Grammar of k8s.io/apimachinery/pkg/labels/selector.go; list items of built-in
+    # kinds are encoded without kind/apiVersion (runtime list encoding).
     await _make(apiserver, configmaps, [("a", {"env": "prod", "tier": "web"}),
                                         ("b", {"env": "dev"}), ("c", {"tier": "db"})])
     listed = await apiserver.request("GET", configmaps)
@@ -43,6 +45,8 @@ async def test_list_shape_and_label_selectors(apiserver: Cluster, configmaps: st
 
 async def test_field_selectors_on_name_and_namespace(apiserver: Cluster, configmaps: str
                                                      ) -> None:
+    # Unsupported labels: "field label not supported: <label>" from each kind's
+    # field-label conversion func (pkg/api/*/conversion.go, AddFieldLabelConversionFunc).
     await _make(apiserver, configmaps, [("a", {}), ("b", {})])
     got = await apiserver.request("GET", configmaps, params={"fieldSelector": "metadata.name=b"})
     assert _names(got.body) == ["b"]
@@ -56,6 +60,8 @@ async def test_field_selectors_on_name_and_namespace(apiserver: Cluster, configm
 
 async def test_limit_and_continue_page_through_a_consistent_snapshot(
         apiserver: Cluster, configmaps: str) -> None:
+    # API concepts, "Retrieving large results sets in chunks": every page is served
+    # from the first page's resourceVersion, so later writes do not show up.
     await _make(apiserver, configmaps, [(f"cm{i:02}", {"page": "y"}) for i in range(7)])
     seen: list[str] = []
     token = None
@@ -83,6 +89,8 @@ async def test_limit_and_continue_page_through_a_consistent_snapshot(
 
 async def test_watch_from_a_resource_version_replays_later_events(
         apiserver: Cluster, configmaps: str) -> None:
+    # API concepts, "Efficient detection of changes": a watch from resourceVersion R
+    # delivers every change after R.
     rv = await _make(apiserver, configmaps, [("a", {})])
     await apiserver.request("PATCH", f"{configmaps}/a", json={"data": {"x": "1"}},
                             content_type="application/merge-patch+json")
@@ -95,6 +103,8 @@ async def test_watch_from_a_resource_version_replays_later_events(
 
 async def test_watch_without_resource_version_starts_with_current_state(
         apiserver: Cluster, configmaps: str) -> None:
+    # API concepts, "Semantics for watch": unset resourceVersion is "Get State and
+    # Start at Most Recent": synthetic ADDED events for the current objects first.
     await _make(apiserver, configmaps, [("a", {}), ("b", {})])
     async with apiserver.watch(configmaps) as events:
         got = [await anext(events), await anext(events)]
@@ -104,6 +114,8 @@ async def test_watch_without_resource_version_starts_with_current_state(
 
 async def test_selector_watch_sees_objects_move_in_and_out(apiserver: Cluster, configmaps: str
                                                            ) -> None:
+    # storage/cacher filtering (watch_cache + cacheWatcher.convertToWatchEvent): an
+    # object that stops matching arrives as DELETED, one that starts as ADDED.
     rv = await _make(apiserver, configmaps, [("a", {"app": "x"})])
     merge = "application/merge-patch+json"
     async with apiserver.watch(configmaps, {"resourceVersion": rv,
@@ -120,6 +132,7 @@ async def test_selector_watch_sees_objects_move_in_and_out(apiserver: Cluster, c
 
 async def test_watch_timeout_seconds_ends_the_stream(apiserver: Cluster, configmaps: str
                                                      ) -> None:
+    # timeoutSeconds bounds the watch call (endpoints/handlers/get.go ListResource).
     rv = await _make(apiserver, configmaps, [("a", {})])
     async with apiserver.watch(configmaps, {"resourceVersion": rv,
                                             "timeoutSeconds": "1"}) as events:
@@ -129,6 +142,8 @@ async def test_watch_timeout_seconds_ends_the_stream(apiserver: Cluster, configm
 
 async def test_initial_events_end_bookmark_for_watch_list(apiserver: Cluster, configmaps: str
                                                           ) -> None:
+    # KEP-3157 watch-list: sendInitialEvents ends with a BOOKMARK annotated
+    # k8s.io/initial-events-end=true.
     await _make(apiserver, configmaps, [("a", {})])
     apiserver.require_server()
     params = {"sendInitialEvents": "true", "allowWatchBookmarks": "true",

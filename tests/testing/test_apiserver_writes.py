@@ -8,6 +8,7 @@ from k8s_objects import configmap, pod, widget
 
 
 async def test_create_sets_server_metadata(apiserver: Cluster, pods: str) -> None:
+    # rest.BeforeCreate fills uid, creationTimestamp; storage sets resourceVersion.
     got = await apiserver.request("POST", pods, json=pod("a"))
     assert got.status == 201
     meta = got.body["metadata"]
@@ -23,6 +24,7 @@ async def test_create_sets_server_metadata(apiserver: Cluster, pods: str) -> Non
 
 async def test_resource_versions_increase_across_resources(
         apiserver: Cluster, pods: str, configmaps: str) -> None:
+    # One etcd revision counter orders writes of every resource.
     rvs = []
     for i in range(3):
         a = await apiserver.request("POST", pods, json=pod(f"p{i}"))
@@ -33,6 +35,7 @@ async def test_resource_versions_increase_across_resources(
 
 
 async def test_generate_name_makes_a_unique_name(apiserver: Cluster, configmaps: str) -> None:
+    # names.SimpleNameGenerator: the prefix plus 5 random characters.
     body = configmap("")
     del body["metadata"]["name"]
     body["metadata"]["generateName"] = "gen-"
@@ -44,6 +47,7 @@ async def test_generate_name_makes_a_unique_name(apiserver: Cluster, configmaps:
 
 
 async def test_namespace_must_exist(apiserver: Cluster) -> None:
+    # NamespaceLifecycle admission: NotFound for the namespace itself.
     got = await apiserver.request("POST", "/api/v1/namespaces/nowhere-rk/configmaps",
                                   json=configmap("x"))
     assert got.status == 404
@@ -95,6 +99,8 @@ async def test_unconditional_update_allowed_for_configmaps_refused_for_crs_and_l
 
 async def test_unchanged_write_keeps_resource_version_and_emits_nothing(
         apiserver: Cluster, configmaps: str) -> None:
+    # GuaranteedUpdate skips the etcd write when the encoded object is unchanged
+    # (storage/etcd3/store.go), so the resourceVersion stays and no event fires.
     made = (await apiserver.request("POST", configmaps, json=configmap("c", {"a": "1"}))).body
     rv = made["metadata"]["resourceVersion"]
     async with apiserver.watch(configmaps, {"resourceVersion": rv}) as events:
@@ -113,6 +119,8 @@ async def test_unchanged_write_keeps_resource_version_and_emits_nothing(
 
 
 async def test_generation_bumps_on_spec_changes_only(apiserver: Cluster, widgets: str) -> None:
+    # customresource strategy PrepareForUpdate: generation+1 only when something
+    # other than metadata and status changed.
     made = (await apiserver.request("POST", widgets, json=widget("w"))).body
     assert made["metadata"]["generation"] == 1
     path = f"{widgets}/w"
@@ -131,6 +139,8 @@ async def test_generation_bumps_on_spec_changes_only(apiserver: Cluster, widgets
 
 async def test_status_subresource_separates_status_from_the_main_resource(
         apiserver: Cluster, widgets: str) -> None:
+    # CRD docs, "Status subresource": PUT /status ignores everything but status; PUT
+    # and PATCH of the main resource ignore status changes; create drops status.
     made = (await apiserver.request("POST", widgets, json=dict(
         widget("w"), status={"ignored": True}))).body
     assert "status" not in made  # a create may not set status
@@ -152,6 +162,7 @@ async def test_status_subresource_separates_status_from_the_main_resource(
 
 async def test_server_owned_metadata_cannot_be_changed(apiserver: Cluster, configmaps: str
                                                        ) -> None:
+    # rest.BeforeUpdate copies creationTimestamp, uid, deletionTimestamp from the old object.
     made = (await apiserver.request("POST", configmaps, json=configmap("c"))).body
     forged = dict(made, metadata=dict(made["metadata"], creationTimestamp="2000-01-01T00:00:00Z",
                                       labels={"x": "y"}))
@@ -194,6 +205,7 @@ async def test_merge_json_and_strategic_patches(apiserver: Cluster, pods: str,
 
 async def test_patch_with_resource_version_is_a_precondition(
         apiserver: Cluster, configmaps: str) -> None:
+    # A resourceVersion inside a patch is an optimistic-concurrency precondition.
     await apiserver.request("POST", configmaps, json=configmap("c"))
     got = await apiserver.request(
         "PATCH", f"{configmaps}/c",
@@ -203,6 +215,7 @@ async def test_patch_with_resource_version_is_a_precondition(
 
 
 async def test_delete_preconditions(apiserver: Cluster, configmaps: str) -> None:
+    # metav1.Preconditions; message of registry.Store's precondition check.
     made = (await apiserver.request("POST", configmaps, json=configmap("c"))).body
     path = f"{configmaps}/c"
     wrong_uid = await apiserver.request("DELETE", path, json={
@@ -221,6 +234,7 @@ async def test_delete_preconditions(apiserver: Cluster, configmaps: str) -> None
 
 async def test_deletecollection_removes_matching_objects(apiserver: Cluster, configmaps: str
                                                          ) -> None:
+    # DELETE on a collection with a labelSelector (registry.Store.DeleteCollection).
     for name, team in [("a", "x"), ("b", "x"), ("c", "y")]:
         await apiserver.request("POST", configmaps, json=configmap(name, labels={"team": team}))
     got = await apiserver.request("DELETE", configmaps, params={"labelSelector": "team=x"})
