@@ -136,6 +136,16 @@ class TimedRecords(Generic[K, R]):
                 self._metrics.on_timeout()
         return now
 
+    def pending(self, key: K) -> bool:
+        """Whether ``key`` still has a record after expiring the overdue ones."""
+        self.expire()
+        return key in self.records
+
+    def forget(self, key: K) -> None:
+        """Drop ``key``'s record without counting a timeout (it was settled or deleted)."""
+        self.expire()
+        self.records.pop(key, None)
+
     def time_until_expiry(self, key: K) -> float | None:
         self.expire()
         record = self.records.get(key)
@@ -288,8 +298,7 @@ class Expectations(Generic[K]):
 
     def satisfied(self, key: K) -> bool:
         """True if nothing is expected for ``key`` any more (observed, or timed out)."""
-        self._records.expire()
-        return key not in self._records.records
+        return not self._records.pending(key)
 
     def time_until_expiry(self, key: K) -> float | None:
         """Seconds until ``key``'s expectations time out, or None if it is satisfied."""
@@ -297,8 +306,7 @@ class Expectations(Generic[K]):
 
     def delete(self, key: K) -> None:
         """Forget ``key``'s expectations (its owner is gone). Not a timeout: not logged."""
-        self._records.expire()
-        self._records.records.pop(key, None)
+        self._records.forget(key)
 
     def __len__(self) -> int:
         """Keys with pending expectations (expired ones included until the next call)."""

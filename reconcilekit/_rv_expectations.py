@@ -141,8 +141,7 @@ class ResourceVersionExpectations(Generic[K]):
 
     def satisfied(self, key: K) -> bool:
         """True unless an expectation for ``key`` is still waiting (and not timed out)."""
-        self._records.expire()
-        return key not in self._records.records
+        return not self._records.pending(key)
 
     def time_until_expiry(self, key: K) -> float | None:
         """Seconds until ``key``'s expectation times out, or None if it is satisfied."""
@@ -150,8 +149,7 @@ class ResourceVersionExpectations(Generic[K]):
 
     def delete(self, key: K) -> None:
         """Forget ``key`` (the object is gone and nothing waits for it). Not logged."""
-        self._records.expire()
-        self._records.records.pop(key, None)
+        self._records.forget(key)
         self._seen.pop(key, None)
 
     def __len__(self) -> int:
