@@ -227,12 +227,8 @@ class WorkQueue(Generic[K]):
         Raises :class:`anyio.WouldBlock` if no key is pending, or
         :class:`QueueShutDown` if the queue is shut down and nothing is pending.
         """
-        if self._delays.index:
-            self._promote_due()
-        if self._ready:
+        if self._take():
             return self._hand_out()
-        if self._closed and not self._dirty:
-            raise QueueShutDown(self.name)
         raise anyio.WouldBlock
 
     async def get(self) -> K:
@@ -244,14 +240,22 @@ class WorkQueue(Generic[K]):
         """
         if self._ready and not self._delays.index:
             return self._hand_out()  # the hot path
-        while True:
-            if self._delays.index:
-                self._promote_due()
-            if self._ready:
-                return self._hand_out()
-            if self._closed and not self._dirty:
-                raise QueueShutDown(self.name)
+        while not self._take():
             await park(self._waiters, self._clock, self._delays.next_deadline())
+        return self._hand_out()
+
+    def _take(self) -> bool:
+        """Promote due delayed keys; True if a key is ready to hand out.
+
+        Raises :class:`QueueShutDown` once the queue is shut down and nothing is pending.
+        """
+        if self._delays.index:
+            self._promote_due()
+        if self._ready:
+            return True
+        if self._closed and not self._dirty:
+            raise QueueShutDown(self.name)
+        return False
 
     def _hand_out(self) -> K:
         key = self._ready.popleft()
