@@ -239,7 +239,7 @@ class Storage:
         meta["managedFields"] = [self._managed_entry(rtype, result, manager, operation)]
         key = (namespace, name)
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and (
-                not self._blocks_delete(table, result)):
+                not self._blocks_delete(table)):
             self._remove(table, key, result)
             return result
         self._write(table, key, old, result)
@@ -315,7 +315,7 @@ class Storage:
         key = (namespace, name)
         if orphan:
             self.orphan_dependents(meta["uid"])
-        if meta.get("finalizers") or self._blocks_delete(table, old):
+        if meta.get("finalizers") or self._blocks_delete(table):
             if meta.get("deletionTimestamp"):
                 return old, False
             result = copy.deepcopy(old)
@@ -335,7 +335,7 @@ class Storage:
         self._remove(table, key, gone)
         return gone, True
 
-    def _blocks_delete(self, table: Table, obj: dict[str, Any]) -> bool:
+    def _blocks_delete(self, table: Table) -> bool:
         """Whether removal waits for a lifecycle step (terminating namespaces, CRDs)."""
         return table.rtype.resource.plural in ("namespaces", "customresourcedefinitions") and (
             table.rtype.resource.group in ("", "apiextensions.k8s.io"))

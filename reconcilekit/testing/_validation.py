@@ -7,13 +7,14 @@ and the rule the way a real cluster would.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from .._objects import Resource
 from ._registry import ResourceType
-from ._status import Cause
+from ._status import APIError, Cause
 
 __all__ = ["crd_types", "validate_crd", "validate_name"]
 
@@ -174,8 +175,6 @@ def normalize_microtimes(rtype: ResourceType, obj: dict[str, Any]) -> None:
     back with microseconds. A value that is not RFC 3339 is a 400, as the
     decoder's error is.
     """
-    import datetime
-
     r = rtype.resource
     for path in _MICROTIME_FIELDS.get((r.group, r.plural), ()):
         parent: Any = obj
@@ -186,8 +185,6 @@ def normalize_microtimes(rtype: ResourceType, obj: dict[str, Any]) -> None:
         value = parent[path[-1]]
         match = _RFC3339.match(value) if isinstance(value, str) else None
         if match is None:
-            from ._status import APIError
-
             raise APIError.bad_request(
                 f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: '
                 f'parsing time "{value}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse')
