@@ -1,5 +1,7 @@
 """reconcilekit: a controller-runtime-style framework for Kubernetes controllers in Python."""
 
+from ._cache import Cache as Cache
+from ._cache import CacheSyncTimeout as CacheSyncTimeout
 from ._client import Client as Client
 from ._client import ClientOptions as ClientOptions
 from ._client_retry import RetryPolicy as RetryPolicy
@@ -39,6 +41,12 @@ from ._finalizers import add_finalizer as add_finalizer
 from ._finalizers import delete_then_release as delete_then_release
 from ._finalizers import finalize as finalize
 from ._finalizers import remove_finalizer as remove_finalizer
+from ._informer import EventHandler as EventHandler
+from ._informer import Informer as Informer
+from ._informer import InformerStatistics as InformerStatistics
+from ._informer import Transform as Transform
+from ._informer import metadata_only as metadata_only
+from ._informer import strip_managed_fields as strip_managed_fields
 from ._objects import ObjectKey as ObjectKey
 from ._objects import Resource as Resource
 from ._objects import object_key as object_key
@@ -53,6 +61,10 @@ from ._rate_limiters import default_controller_rate_limiter as default_controlle
 from ._rv_expectations import ResourceVersionExpectations as ResourceVersionExpectations
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
+from ._watcher import Backoff as Backoff
+from ._watcher import Watcher as Watcher
+from ._watcher import WatcherStatistics as WatcherStatistics
+from ._watcher import WatchSink as WatchSink
 from ._workqueue import QueueShutDown as QueueShutDown
 from ._workqueue import QueueStatistics as QueueStatistics
 from ._workqueue import WorkQueue as WorkQueue
@@ -62,8 +74,11 @@ __all__ = [
     "APIError",
     "APITimeoutError",
     "AlreadyExists",
+    "Backoff",
     "BadRequest",
     "BucketRateLimiter",
+    "Cache",
+    "CacheSyncTimeout",
     "CleanupDone",
     "CleanupNotDone",
     "CleanupResult",
@@ -72,6 +87,7 @@ __all__ = [
     "ClientStatistics",
     "Clock",
     "Conflict",
+    "EventHandler",
     "ExpectationMetrics",
     "Expectations",
     "Expired",
@@ -81,6 +97,8 @@ __all__ = [
     "Forbidden",
     "Gone",
     "IndexFunc",
+    "Informer",
+    "InformerStatistics",
     "Invalid",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
@@ -102,8 +120,12 @@ __all__ = [
     "Store",
     "SystemClock",
     "TooManyRequests",
+    "Transform",
     "Unauthorized",
     "UnsupportedMediaType",
+    "WatchSink",
+    "Watcher",
+    "WatcherStatistics",
     "WorkQueue",
     "WriteRecord",
     "add_finalizer",
@@ -112,6 +134,8 @@ __all__ = [
     "error_from_response",
     "error_from_status",
     "finalize",
+    "metadata_only",
     "object_key",
     "remove_finalizer",
+    "strip_managed_fields",
 ]

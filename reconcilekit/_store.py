@@ -145,7 +145,8 @@ class Store:
     def __len__(self) -> int:
         return len(self._objects)
 
-    def keys(self) -> Iterator[ObjectKey]:
+    def __iter__(self) -> Iterator[ObjectKey]:
+        """The stored keys, as a snapshot: the store may change while iterating."""
         return iter(list(self._objects))
 
     def items_raw(self) -> Iterator[tuple[ObjectKey, bytes]]:

@@ -69,6 +69,10 @@ class FakeClock:
         """How many tasks are parked in :meth:`sleep`."""
         return len(self._sleepers)
 
+    def deadlines(self) -> list[float]:
+        """The deadlines of every parked sleeper, earliest first."""
+        return sorted(deadline for deadline, _, _ in self._sleepers)
+
     def next_deadline(self) -> float | None:
         """The earliest deadline of a parked sleeper, or None."""
         return self._sleepers[0][0] if self._sleepers else None

@@ -152,7 +152,9 @@ class APIError(Exception):
                        "the request", {})
         if code >= 500:
             return cls.internal("injected failure")
-        return cls(code, "BadRequest" if code == 400 else "Unknown", f"injected {code}", {})
+        reason = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+                  410: "Expired", 422: "Invalid"}.get(code, "Unknown")
+        return cls(code, reason, f"injected {code}", {})
 
 
 def _details(name: str, group: str, kind: str) -> dict[str, Any]:

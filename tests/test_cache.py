@@ -1,0 +1,190 @@
+"""Cache: shared informers, cached reads without API calls, field indexes, sync."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from reconcilekit import Cache, CacheSyncTimeout, Client, NotFound, Resource
+from reconcilekit.testing import Cluster, FakeClock
+
+CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
+PODS = Resource("", "v1", "Pod", "pods")
+MISSING = Resource("nothing.example.com", "v1", "Thing", "things")
+
+
+def pod(name: str, node: str = "", **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}}
+
+
+async def eventually(condition: Callable[[], bool], within: float = 10.0) -> None:
+    with anyio.fail_after(within):
+        while not condition():  # noqa: ASYNC110 (state changes on I/O, no event to wait on)
+            await asyncio.sleep(0.005)
+
+
+@pytest.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    async with Client(apiserver.configuration) as c:
+        yield c
+
+
+@asynccontextmanager
+async def running(cache: Cache, sync: float = 10.0) -> AsyncIterator[Cache]:
+    async with anyio.create_task_group() as tg:
+        await tg.start(cache.run)
+        await cache.wait_for_sync(sync)
+        yield cache
+        tg.cancel_scope.cancel()
+
+
+def by_node(obj: Mapping[str, Any]) -> list[str]:
+    node = (obj.get("spec") or {}).get("nodeName")
+    return [node] if node else []
+
+
+async def test_one_informer_per_resource_is_shared(client: Client) -> None:
+    cache = Cache(client)
+    assert cache.informer_for(PODS) is cache.informer_for(PODS)
+    assert cache.informer_for(PODS, metadata=True) is not cache.informer_for(PODS)
+
+
+async def test_reads_come_from_the_cache_not_the_api_server(apiserver: Cluster,
+                                                            client: Client) -> None:
+    ns = apiserver.namespace
+    for i in range(3):
+        await client.create(PODS, pod(f"p{i}", app="web" if i else "db"), ns)
+    cache = Cache(client, namespace=ns)
+    cache.informer_for(PODS)
+    async with running(cache):
+        server = apiserver.require_server()
+        gets, lists = server.request_count("get", "pods"), server.request_count("list", "pods")
+        got = await cache.get(PODS, "p1", ns)
+        assert got["metadata"]["name"] == "p1"
+        web = await cache.list(PODS, ns, label_selector="app=web")
+        assert [o["metadata"]["name"] for o in web] == ["p1", "p2"]
+        with pytest.raises(NotFound, match='pods "nope" not found in the cache'):
+            await cache.get(PODS, "nope", ns)
+        assert server.request_count("get", "pods") == gets
+        assert server.request_count("list", "pods") == lists
+
+
+async def test_field_index_answers_matching_fields(apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(PODS, pod("a", "node-1"), ns)
+    await client.create(PODS, pod("b", "node-2"), ns)
+    cache = Cache(client, namespace=ns)
+    cache.index_field(PODS, "spec.nodeName", by_node)
+    async with running(cache):
+        found = await cache.list(PODS, ns, field=("spec.nodeName", "node-2"))
+        assert [o["metadata"]["name"] for o in found] == ["b"]
+        await client.create(PODS, pod("c", "node-2"), ns)
+        await eventually(lambda: len(cache.informer_for(PODS).store) == 3)
+        found = await cache.list(PODS, ns, field=("spec.nodeName", "node-2"))
+        assert [o["metadata"]["name"] for o in found] == ["b", "c"]
+        assert await cache.list(PODS, "elsewhere", field=("spec.nodeName", "node-2")) == []
+
+
+async def test_mutating_a_cached_object_cannot_corrupt_the_cache(apiserver: Cluster,
+                                                                 client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                     "metadata": {"name": "c"}, "data": {"k": "v"}}, ns)
+    cache = Cache(client, namespace=ns)
+    cache.informer_for(CONFIGMAPS)
+    async with running(cache):
+        got = await cache.get(CONFIGMAPS, "c", ns)
+        got["data"]["k"] = "mutated"
+        listed = await cache.list(CONFIGMAPS, ns)
+        listed[0]["metadata"]["name"] = "renamed"
+        again = await cache.get(CONFIGMAPS, "c", ns)
+        assert again["data"] == {"k": "v"}
+
+
+async def test_metadata_only_informer_keeps_only_metadata(apiserver: Cluster,
+                                                          client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(PODS, pod("a", "node-1", app="x"), ns)
+    cache = Cache(client, namespace=ns)
+    cache.informer_for(PODS, metadata=True)
+    async with running(cache):
+        got = await cache.get(PODS, "a", ns, metadata=True)
+    assert set(got) == {"apiVersion", "kind", "metadata"}
+    assert got["metadata"]["labels"] == {"app": "x"}
+    assert "managedFields" not in got["metadata"]
+
+
+async def test_wait_for_sync_names_the_resource_that_did_not_sync(client: Client) -> None:
+    clock = FakeClock()
+    cache = Cache(client, clock=clock)
+    cache.informer_for(CONFIGMAPS)
+    cache.informer_for(MISSING)  # its CRD is not installed: the list answers 404
+    async with anyio.create_task_group() as tg:
+        await tg.start(cache.run)
+        missing = cache.informer_for(MISSING)
+        await eventually(lambda: missing.statistics().last_error is not None)
+        await eventually(lambda: cache.informer_for(CONFIGMAPS).has_synced)
+        errors: list[BaseException] = []
+
+        async def wait() -> None:
+            try:
+                await cache.wait_for_sync(30)
+            except CacheSyncTimeout as err:
+                errors.append(err)
+
+        tg.start_soon(wait)
+        await eventually(lambda: 30.0 in clock.deadlines())
+        clock.advance(30)
+        await eventually(lambda: bool(errors))
+        tg.cancel_scope.cancel()
+    err = errors[0]
+    assert isinstance(err, CacheSyncTimeout)
+    assert err.resources == ["things.nothing.example.com/v1"]
+    assert "404" in str(err) and "configmaps" not in str(err)
+
+
+async def test_reading_a_cache_that_is_not_running_fails_at_once(client: Client) -> None:
+    cache = Cache(client)
+    with pytest.raises(RuntimeError, match="not running"):
+        await cache.get(CONFIGMAPS, "x", "default")
+    with pytest.raises(RuntimeError, match="not running"):
+        await cache.wait_for_sync(1)
+
+
+async def test_informers_added_while_running_start_and_sync(apiserver: Cluster,
+                                                           client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(PODS, pod("late"), ns)
+    cache = Cache(client, namespace=ns)
+    async with running(cache):
+        got = await cache.get(PODS, "late", ns)  # creates, starts and waits for the informer
+    assert got["metadata"]["name"] == "late"
+
+
+async def test_read_your_own_writes(apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    cache = Cache(client, namespace=ns)
+    cache.informer_for(CONFIGMAPS)
+    async with running(cache):
+        apiserver.faults.pause_events()
+        await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "metadata": {"name": "mine"}}, ns)
+        assert not cache.has_seen_own_write(CONFIGMAPS, "mine", ns)
+        apiserver.faults.resume_events()
+        await eventually(lambda: cache.has_seen_own_write(CONFIGMAPS, "mine", ns))
+        assert (await cache.get(CONFIGMAPS, "mine", ns))["metadata"]["name"] == "mine"
+
+
+async def test_statistics_per_informer(apiserver: Cluster, client: Client) -> None:
+    cache = Cache(client, namespace=apiserver.namespace)
+    cache.informer_for(CONFIGMAPS)
+    async with running(cache):
+        stats = cache.statistics()
+    assert [s.resource for s in stats] == ["configmaps/v1"]
+    assert stats[0].synced and stats[0].lists == 1 and stats[0].relists == 0

@@ -1,0 +1,324 @@
+"""Watcher and informer against the API server: the store always converges.
+
+These run against the ``apiserver`` fixture (a real cluster too, where the
+fault-injection tests skip). Waiting for the informer to catch up is a
+bounded poll on its state, never a sleep standing in for a timeout; the
+dead-watch and backoff timings run on a FakeClock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reconcilekit import (
+    Client,
+    EventHandler,
+    Informer,
+    ObjectKey,
+    Resource,
+    strip_managed_fields,
+)
+from reconcilekit.testing import APIServer, Cluster, FakeClock
+
+CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
+SECRETS = Resource("", "v1", "Secret", "secrets")
+
+
+def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": labels or {}}, "data": data}
+
+
+async def eventually(condition: Callable[[], bool], within: float = 10.0) -> None:
+    """Poll ``condition`` until it holds (fails the test after ``within`` seconds)."""
+    with anyio.fail_after(within):
+        while not condition():  # noqa: ASYNC110 (state changes on I/O, no event to wait on)
+            await asyncio.sleep(0.005)
+
+
+class Recorder:
+    """An event handler that records what it was told, as (kind, name, detail)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    def handler(self) -> EventHandler:
+        return EventHandler(
+            on_add=lambda o: self.events.append(("add", o["metadata"]["name"], o.get("data"))),
+            on_update=lambda old, new: self.events.append(
+                ("update", new["metadata"]["name"], (old.get("data"), new.get("data")))),
+            on_delete=lambda o: self.events.append(("delete", o["metadata"]["name"],
+                                                    o.get("data"))))
+
+
+@pytest.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    async with Client(apiserver.configuration) as c:
+        yield c
+
+
+@asynccontextmanager
+async def running(informer: Informer) -> AsyncIterator[Informer]:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(informer.run)
+        await eventually(lambda: informer.has_synced)
+        yield informer
+        tg.cancel_scope.cancel()
+
+
+def names(informer: Informer) -> list[str]:
+    return [o["metadata"]["name"] for o in informer.store.list()]
+
+
+def data_of(informer: Informer, ns: str, name: str) -> Mapping[str, str] | None:
+    obj = informer.store.get(ObjectKey(ns, name))
+    return None if obj is None else obj.get("data")
+
+
+async def force_relist(apiserver: Cluster, client: Client, informer: Informer) -> None:
+    """Make the informer's resume point too old (a write it has not seen, then a
+    compaction, then a closed watch), so it must relist."""
+    before = informer.statistics().relists
+    apiserver.faults.pause_events()
+    await client.create(CONFIGMAPS, cm("trigger"), apiserver.namespace)
+    apiserver.faults.compact()
+    apiserver.faults.close_watches()
+    await eventually(lambda: informer.statistics().relists == before + 1)
+    apiserver.faults.resume_events()
+
+
+async def test_initial_list_then_watch_events_reach_store_and_handlers(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("a", x="1"), ns)
+    recorder = Recorder()
+    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer.add_handler(recorder.handler())
+    async with running(informer):
+        assert names(informer) == ["a"]
+        await client.create(CONFIGMAPS, cm("b"), ns)
+        await client.patch(CONFIGMAPS, "a", {"data": {"x": "2"}}, ns)
+        await client.delete(CONFIGMAPS, "b", ns)
+        await eventually(lambda: len(recorder.events) == 4)
+    assert recorder.events == [("add", "a", {"x": "1"}), ("add", "b", {}),
+                               ("update", "a", ({"x": "1"}, {"x": "2"})), ("delete", "b", {})]
+    stats = informer.statistics()
+    assert stats.synced and stats.objects == 1 and stats.lists == 1
+
+
+async def test_default_transform_strips_managed_fields(apiserver: Cluster, client: Client
+                                                       ) -> None:
+    made = await client.create(CONFIGMAPS, cm("a"), apiserver.namespace)
+    assert "managedFields" in made["metadata"]
+    async with running(Informer(client, CONFIGMAPS, namespace=apiserver.namespace)) as inf:
+        stored = inf.store.get(ObjectKey(apiserver.namespace, "a"))
+    assert stored is not None and "managedFields" not in stored["metadata"]
+    assert strip_managed_fields({"metadata": {"managedFields": []}}) == {"metadata": {}}
+
+
+async def test_relist_after_410_converges_and_tells_handlers_what_changed(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    for name in ("a", "b"):
+        await client.create(CONFIGMAPS, cm(name, v="1"), ns)
+    recorder = Recorder()
+    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer.add_handler(recorder.handler())
+    async with running(informer):
+        recorder.events.clear()
+        faults = apiserver.faults
+        faults.pause_events()  # the open watch sees none of what follows...
+        await client.delete(CONFIGMAPS, "a", ns)
+        await client.patch(CONFIGMAPS, "b", {"data": {"v": "2"}}, ns)
+        await client.create(CONFIGMAPS, cm("c"), ns)
+        faults.compact()  # ...its history is gone...
+        faults.close_watches()  # ...and the resume gets 410 Expired
+        await eventually(lambda: informer.statistics().relists == 1)
+        faults.resume_events()
+        assert names(informer) == ["b", "c"]
+        assert data_of(informer, ns, "b") == {"v": "2"}
+    assert sorted(recorder.events) == [("add", "c", {}), ("delete", "a", {"v": "1"}),
+                                       ("update", "b", ({"v": "1"}, {"v": "2"}))]
+
+
+async def test_dropped_events_are_healed_by_the_next_relist(apiserver: Cluster,
+                                                            client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("a", v="1"), ns)
+    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    async with running(informer):
+        apiserver.faults.drop_events("configmaps", 2)
+        await client.patch(CONFIGMAPS, "a", {"data": {"v": "lost"}}, ns)
+        await client.create(CONFIGMAPS, cm("ghost"), ns)
+        await client.create(CONFIGMAPS, cm("seen"), ns)
+        await eventually(lambda: "seen" in names(informer))
+        assert data_of(informer, ns, "a") == {"v": "1"}  # stale: the event never came
+        assert "ghost" not in names(informer)
+        await force_relist(apiserver, client, informer)
+        assert data_of(informer, ns, "a") == {"v": "lost"}
+        assert names(informer) == ["a", "ghost", "seen", "trigger"]
+
+
+async def test_a_clean_watch_close_resumes_without_relisting(apiserver: Cluster,
+                                                             client: Client) -> None:
+    ns = apiserver.namespace
+    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    async with running(informer):
+        apiserver.faults.close_watches()
+        await client.create(CONFIGMAPS, cm("after"), ns)
+        await eventually(lambda: names(informer) == ["after"])
+    assert informer.statistics().lists == 1
+
+
+async def test_bookmarks_advance_the_resume_point(apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    async with running(informer):
+        await eventually(lambda: informer.statistics().watching)
+        secret = await client.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
+                                               "metadata": {"name": "s"}}, ns)
+        rv = secret["metadata"]["resourceVersion"]
+        assert informer.watcher.statistics().resource_version != rv
+        await eventually(lambda: apiserver.faults.send_bookmarks("configmaps") > 0)
+        await eventually(lambda: informer.watcher.statistics().resource_version == rv)
+
+
+async def test_label_filtered_informer_follows_objects_in_and_out(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("a", {"app": "x"}), ns)
+    await client.create(CONFIGMAPS, cm("b", {"app": "y"}), ns)
+    recorder = Recorder()
+    informer = Informer(client, CONFIGMAPS, namespace=ns, label_selector="app=x")
+    informer.add_handler(recorder.handler())
+    async with running(informer):
+        assert names(informer) == ["a"]
+        await client.patch(CONFIGMAPS, "b", {"metadata": {"labels": {"app": "x"}}}, ns)
+        await eventually(lambda: names(informer) == ["a", "b"])
+        await client.patch(CONFIGMAPS, "a", {"metadata": {"labels": {"app": "y"}}}, ns)
+        await eventually(lambda: names(informer) == ["b"])
+    assert ("delete", "a", {}) in recorder.events
+
+
+async def test_a_silent_watch_is_detected_and_restarted(
+        apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    ns = apiserver.namespace
+    clock = FakeClock()
+    informer = Informer(client, CONFIGMAPS, namespace=ns, clock=clock, inactivity_timeout=30)
+    async with running(informer):
+        await eventually(lambda: informer.statistics().watching)
+        apiserver.faults.pause_events()  # the connection stays open, nothing arrives
+        await client.create(CONFIGMAPS, cm("late"), ns)
+        clock.advance(31)
+        await eventually(lambda: informer.statistics().dead_watches == 1)
+        await eventually(lambda: clock.sleepers > 0)
+        clock.advance(60)  # past the restart backoff
+        await eventually(lambda: informer.watcher.statistics().watches == 2)
+        apiserver.faults.resume_events()
+        await eventually(lambda: names(informer) == ["late"])
+    stats = informer.statistics()
+    assert stats.watch_restarts == 1 and stats.dead_watches == 1
+    assert "no event or bookmark for 30s" in caplog.text
+
+
+async def test_list_failures_back_off_on_the_clock_and_recover(apiserver: Cluster,
+                                                               client: Client) -> None:
+    clock = FakeClock()  # (403: the client does not retry it; the watcher backs off)
+    apiserver.faults.fail_next(2, status=403, verb="list", resource="configmaps")
+    informer = Informer(client, CONFIGMAPS, namespace=apiserver.namespace, clock=clock)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(informer.run)
+        for _ in range(2):
+            await eventually(lambda: clock.sleepers > 0)
+            clock.advance(60)
+        await eventually(lambda: informer.has_synced)
+        tg.cancel_scope.cancel()
+    stats = informer.statistics()
+    assert stats.watch_restarts == 2 and stats.last_error is None
+
+
+async def test_a_handler_that_raises_does_not_stop_the_informer(
+        apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    ns = apiserver.namespace
+
+    def broken(obj: dict[str, Any]) -> None:
+        raise RuntimeError("handler bug")
+
+    recorder = Recorder()
+    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer.add_handler(EventHandler(on_add=broken))
+    informer.add_handler(recorder.handler())
+    async with running(informer):
+        await client.create(CONFIGMAPS, cm("a"), ns)
+        await eventually(lambda: recorder.events == [("add", "a", {})])
+    assert "handler bug" in caplog.text
+
+
+async def test_handlers_get_copies_they_may_mutate(apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+
+    def vandal(obj: dict[str, Any]) -> None:
+        obj["data"] = {"vandalised": "yes"}
+
+    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer.add_handler(EventHandler(on_add=vandal))
+    informer.add_handler(EventHandler(on_add=vandal))
+    async with running(informer):
+        await client.create(CONFIGMAPS, cm("a", v="1"), ns)
+        await eventually(lambda: "a" in names(informer))
+        assert data_of(informer, ns, "a") == {"v": "1"}
+
+
+_OPS = st.lists(st.tuples(st.sampled_from(["create", "relabel", "delete"]),
+                          st.sampled_from(["o1", "o2", "o3", "o4"]),
+                          st.sampled_from(["red", "blue", ""])), min_size=1, max_size=12)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=_OPS)
+def test_index_stays_consistent_under_random_writes(ops: list[tuple[str, str, str]]) -> None:
+    """After any sequence of writes the informer's index equals a scan of the server."""
+
+    def team(obj: Mapping[str, Any]) -> list[str]:
+        value = (obj["metadata"].get("labels") or {}).get("team")
+        return [value] if value else []
+
+    async def scenario() -> None:
+        async with APIServer() as server, Client(server.configuration()) as client:
+            informer = Informer(client, CONFIGMAPS, namespace="default")
+            informer.add_index("team", team)
+            async with running(informer):
+                last = "0"
+                for op, name, colour in ops:
+                    labels = {"team": colour} if colour else {}
+                    try:
+                        if op == "create":
+                            got = await client.create(CONFIGMAPS, cm(name, labels), "default")
+                        elif op == "relabel":
+                            got = await client.patch(CONFIGMAPS, name, {
+                                "metadata": {"labels": {"team": colour or None}}}, "default")
+                        else:
+                            got = await client.delete(CONFIGMAPS, name, "default")
+                    except Exception as err:  # AlreadyExists / NotFound are part of the game
+                        assert getattr(err, "status", None) in (404, 409)
+                        continue
+                    last = got.get("metadata", {}).get("resourceVersion") or str(server.storage.rv)
+                await eventually(lambda: int(informer.watcher.statistics().resource_version
+                                             or 0) >= int(last))
+                truth = (await client.list(CONFIGMAPS, "default"))["items"]
+                assert sorted(o["metadata"]["name"] for o in truth) == names(informer)
+                informer.store._check_invariants()
+                for colour in ("red", "blue"):
+                    expected = {ObjectKey("default", o["metadata"]["name"]) for o in truth
+                                if (o["metadata"].get("labels") or {}).get("team") == colour}
+                    assert informer.store.index_keys("team", colour) == expected
+
+    asyncio.run(scenario())
