@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reconcilekit import (
+    Backoff,
     Client,
     EventHandler,
     Informer,
@@ -322,3 +323,30 @@ def test_index_stays_consistent_under_random_writes(ops: list[tuple[str, str, st
                     assert informer.store.index_keys("team", colour) == expected
 
     asyncio.run(scenario())
+
+
+async def test_periodic_resync_replays_every_object_to_handlers(apiserver: Cluster,
+                                                                client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("a", v="1"), ns)
+    clock = FakeClock()
+    recorder = Recorder()
+    informer = Informer(client, CONFIGMAPS, namespace=ns, clock=clock, resync_period=600)
+    informer.add_handler(recorder.handler())
+    async with running(informer):
+        await eventually(lambda: 600.0 in clock.deadlines())
+        clock.advance(600)
+        await eventually(lambda: ("update", "a", ({"v": "1"}, {"v": "1"})) in recorder.events)
+
+
+def test_backoff_doubles_to_its_cap_and_resets_after_a_quiet_period() -> None:
+    clock = FakeClock()
+    backoff = Backoff(initial=0.8, cap=30.0, reset_after=120.0, jitter=0.0, clock=clock)
+    delays = [backoff.next_delay() for _ in range(8)]
+    assert delays == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]
+    clock.advance(119)
+    assert backoff.next_delay() == 30.0
+    clock.advance(120)
+    assert backoff.next_delay() == 0.8
+    jittered = Backoff(initial=1.0, jitter=1.0, clock=clock)
+    assert 1.0 <= jittered.next_delay() <= 2.0
