@@ -1,5 +1,6 @@
 """reconcilekit: a controller-runtime-style framework for Kubernetes controllers in Python."""
 
+from ._builder import ControllerBuilder as ControllerBuilder
 from ._cache import Cache as Cache
 from ._cache import CacheSyncTimeout as CacheSyncTimeout
 from ._client import Client as Client
@@ -10,6 +11,8 @@ from ._client_transport import RequestRecord as RequestRecord
 from ._client_writes import WriteRecord as WriteRecord
 from ._clock import Clock as Clock
 from ._clock import SystemClock as SystemClock
+from ._controller import Controller as Controller
+from ._controller import ReconcileMetrics as ReconcileMetrics
 from ._errors import AlreadyExists as AlreadyExists
 from ._errors import APIConnectionError as APIConnectionError
 from ._errors import APIError as APIError
@@ -47,9 +50,24 @@ from ._informer import InformerStatistics as InformerStatistics
 from ._informer import Transform as Transform
 from ._informer import metadata_only as metadata_only
 from ._informer import strip_managed_fields as strip_managed_fields
+from ._logging import ReconcileContextFilter as ReconcileContextFilter
+from ._logging import configure_logging as configure_logging
+from ._logging import log_context as log_context
+from ._mappers import Mapper as Mapper
+from ._mappers import enqueue_object as enqueue_object
+from ._mappers import enqueue_owner as enqueue_owner
 from ._objects import ObjectKey as ObjectKey
 from ._objects import Resource as Resource
 from ._objects import object_key as object_key
+from ._predicates import Predicate as Predicate
+from ._predicates import all_of as all_of
+from ._predicates import annotations_changed as annotations_changed
+from ._predicates import any_of as any_of
+from ._predicates import generation_changed as generation_changed
+from ._predicates import labels_changed as labels_changed
+from ._predicates import negate as negate
+from ._predicates import predicate as predicate
+from ._predicates import resource_version_changed as resource_version_changed
 from ._queue_metrics import PrometheusQueueMetrics as PrometheusQueueMetrics
 from ._queue_metrics import QueueMetrics as QueueMetrics
 from ._rate_limiters import BucketRateLimiter as BucketRateLimiter
@@ -58,6 +76,10 @@ from ._rate_limiters import ItemFastSlowRateLimiter as ItemFastSlowRateLimiter
 from ._rate_limiters import MaxOfRateLimiter as MaxOfRateLimiter
 from ._rate_limiters import RateLimiter as RateLimiter
 from ._rate_limiters import default_controller_rate_limiter as default_controller_rate_limiter
+from ._reconciler import Reconciler as Reconciler
+from ._reconciler import Request as Request
+from ._reconciler import Result as Result
+from ._reconciler import TerminalError as TerminalError
 from ._rv_expectations import ResourceVersionExpectations as ResourceVersionExpectations
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
@@ -87,6 +109,8 @@ __all__ = [
     "ClientStatistics",
     "Clock",
     "Conflict",
+    "Controller",
+    "ControllerBuilder",
     "EventHandler",
     "ExpectationMetrics",
     "Expectations",
@@ -102,23 +126,31 @@ __all__ = [
     "Invalid",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
+    "Mapper",
     "MaxOfRateLimiter",
     "MethodNotAllowed",
     "NotFound",
     "ObjectKey",
+    "Predicate",
     "PrometheusExpectationMetrics",
     "PrometheusQueueMetrics",
     "QueueMetrics",
     "QueueShutDown",
     "QueueStatistics",
     "RateLimiter",
+    "ReconcileContextFilter",
+    "ReconcileMetrics",
+    "Reconciler",
+    "Request",
     "RequestRecord",
     "Resource",
     "ResourceVersionExpectations",
+    "Result",
     "RetryPolicy",
     "ServerError",
     "Store",
     "SystemClock",
+    "TerminalError",
     "TooManyRequests",
     "Transform",
     "Unauthorized",
@@ -129,13 +161,25 @@ __all__ = [
     "WorkQueue",
     "WriteRecord",
     "add_finalizer",
+    "all_of",
+    "annotations_changed",
+    "any_of",
+    "configure_logging",
     "default_controller_rate_limiter",
     "delete_then_release",
+    "enqueue_object",
+    "enqueue_owner",
     "error_from_response",
     "error_from_status",
     "finalize",
+    "generation_changed",
+    "labels_changed",
+    "log_context",
     "metadata_only",
+    "negate",
     "object_key",
+    "predicate",
     "remove_finalizer",
+    "resource_version_changed",
     "strip_managed_fields",
 ]

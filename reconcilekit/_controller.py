@@ -1,0 +1,216 @@
+"""``Controller``: watches feeding a rate-limited queue, drained by N workers.
+
+Guarantees:
+  * one key is never reconciled by two workers at once, and a key changed
+    while it is being reconciled is reconciled once more afterwards (the
+    work queue's invariants);
+  * a reconcile that raises is logged with its key and retried with per-key
+    exponential backoff under an overall token bucket; success (or
+    ``Result.requeue_after``) resets the key's backoff; ``TerminalError`` is
+    logged and not retried; no exception ever ends a worker;
+  * an optional per-reconcile deadline cancels a reconcile that takes too
+    long, which then counts as a failure and is retried;
+  * ``shutdown(grace)`` stops intake and lets in-flight reconciles finish
+    within ``grace`` seconds; the caller cancels what is left.
+
+The controller's own log records carry ``controller`` and ``key``; records
+that user code makes during a reconcile get them from
+:class:`reconcilekit.ReconcileContextFilter` (installed by
+:func:`reconcilekit.configure_logging`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Protocol
+
+import anyio
+import anyio.abc
+
+from ._cache import Cache
+from ._clock import Clock, SystemClock
+from ._informer import EventHandler
+from ._logging import log_context
+from ._mappers import Mapper
+from ._objects import Resource
+from ._predicates import Predicate
+from ._queue_metrics import QueueMetrics
+from ._rate_limiters import RateLimiter
+from ._reconciler import Reconciler, Request, Result, TerminalError
+from ._workqueue import QueueShutDown, WorkQueue
+
+__all__ = ["Controller", "ReconcileMetrics"]
+
+logger = logging.getLogger("reconcilekit.controller")
+_SYSTEM_CLOCK: Final = SystemClock()
+
+
+class ReconcileMetrics(Protocol):
+    """What a controller reports (see ``ControllerMetrics`` for the Prometheus one)."""
+
+    def observe(self, result: str, seconds: float) -> None: ...
+    def error(self) -> None: ...
+    def terminal_error(self) -> None: ...
+    def worker_started(self) -> None: ...
+    def worker_finished(self) -> None: ...
+    def set_max_concurrent(self, n: int) -> None: ...
+    def observe_retries(self, n: int) -> None: ...
+
+
+class Controller:
+    """Reconciles the keys its watches produce. Stands alone; the builder is sugar over it."""
+
+    def __init__(self, name: str, reconciler: Reconciler, cache: Cache, *,
+                 max_concurrent_reconciles: int = 1,
+                 rate_limiter: RateLimiter[Request] | None = None,
+                 reconcile_timeout: float | None = None, clock: Clock = _SYSTEM_CLOCK,
+                 metrics: ReconcileMetrics | None = None,
+                 queue_metrics: QueueMetrics | None = None) -> None:
+        if not name:
+            raise ValueError("a controller needs a name (it labels its logs and metrics)")
+        if max_concurrent_reconciles < 1:
+            raise ValueError(f"max_concurrent_reconciles must be >= 1, "
+                             f"got {max_concurrent_reconciles}")
+        if reconcile_timeout is not None and reconcile_timeout <= 0:
+            raise ValueError(f"reconcile_timeout must be > 0, got {reconcile_timeout}")
+        self.name = name
+        self.reconciler = reconciler
+        self.cache = cache
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.reconcile_timeout = reconcile_timeout
+        self.clock = clock
+        self.metrics = metrics
+        self.queue: WorkQueue[Request] = WorkQueue(name=name, rate_limiter=rate_limiter,
+                                                    clock=clock, metrics=queue_metrics)
+        self._in_flight = 0
+        self._stopped = anyio.Event()
+        if metrics is not None:
+            metrics.set_max_concurrent(max_concurrent_reconciles)
+
+    # -- watches -----------------------------------------------------------------------
+
+    def watch(self, resource: Resource, mapper: Mapper, *,
+              predicates: Iterable[Predicate] = (), metadata: bool = False) -> None:
+        """Enqueue ``mapper(obj)`` for every event of ``resource`` that passes ``predicates``.
+
+        Update events enqueue what both the old and the new object map to, so
+        an object that stops pointing at a key still gets that key reconciled.
+        """
+        preds = tuple(predicates)
+        add = self._enqueue
+
+        def on_add(obj: Mapping[str, Any]) -> None:
+            if all(p.create(obj) for p in preds):
+                add(mapper(obj))
+
+        def on_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+            if all(p.update(old, new) for p in preds):
+                add([*mapper(old), *mapper(new)])
+
+        def on_delete(obj: Mapping[str, Any]) -> None:
+            if all(p.delete(obj) for p in preds):
+                add(mapper(obj))
+
+        self.cache.add_handler(resource, EventHandler(on_add, on_update, on_delete),
+                               metadata=metadata)
+
+    def _enqueue(self, requests: Iterable[Request]) -> None:
+        for request in requests:
+            self.queue.add(request)
+
+    # -- running --------------------------------------------------------------------------
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Run the workers until the queue shuts down or the task is cancelled."""
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(self.max_concurrent_reconciles):
+                    tg.start_soon(self._worker)
+                task_status.started()
+        finally:
+            self._stopped.set()
+
+    async def shutdown(self, grace: float) -> bool:
+        """Stop taking keys (pending ones are dropped: the next leader or start relists
+        them) and wait up to ``grace`` seconds for in-flight reconciles to finish.
+
+        Returns True if every worker finished in time; the caller cancels the rest.
+        """
+        self.queue.shutdown()
+        with anyio.move_on_after(grace):
+            await self._stopped.wait()
+        return self._stopped.is_set()
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                request = await self.queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self._reconcile(request)
+            finally:
+                self.queue.done(request)
+
+    async def _reconcile(self, request: Request) -> None:
+        metrics = self.metrics
+        started = self.clock.monotonic()
+        self._in_flight += 1
+        if metrics is not None:
+            metrics.worker_started()
+        outcome = "error"
+        extra = {"controller": self.name, "key": str(request)}
+        with log_context(self.name, str(request)):
+            try:
+                result = await self._call(request)
+            except TerminalError as err:
+                logger.error("reconcile failed permanently, not retrying: %s", err, extra=extra)
+                self._forget(request)
+                if metrics is not None:
+                    metrics.terminal_error()
+                    metrics.error()
+            except Exception:
+                logger.exception("reconcile failed; retrying with backoff (%d so far)",
+                                 self.queue.num_requeues(request), extra=extra)
+                self.queue.add_rate_limited(request)
+                if metrics is not None:
+                    metrics.error()
+            else:
+                seconds = result.requeue_after_seconds
+                self._forget(request)
+                if seconds is not None:
+                    self.queue.add_after(request, seconds)
+                    outcome = "requeue_after"
+                else:
+                    outcome = "success"
+            finally:
+                self._in_flight -= 1
+                if metrics is not None:
+                    metrics.worker_finished()
+                    metrics.observe(outcome, self.clock.monotonic() - started)
+
+    async def _call(self, request: Request) -> Result:
+        if self.reconcile_timeout is None:
+            result = await self.reconciler.reconcile(request)
+        else:
+            with anyio.fail_after(self.reconcile_timeout):
+                result = await self.reconciler.reconcile(request)
+        if not isinstance(result, Result):
+            raise TypeError(f"reconcile must return a Result, not {type(result).__name__} "
+                            "(use Result.done() or Result.requeue_after(seconds))")
+        return result
+
+    def _forget(self, request: Request) -> None:
+        retries = self.queue.num_requeues(request)
+        if retries and self.metrics is not None:
+            self.metrics.observe_retries(retries)
+        self.queue.forget(request)
+
+    def __repr__(self) -> str:
+        return f"Controller({self.name!r}, workers={self.max_concurrent_reconciles})"

@@ -1,0 +1,95 @@
+"""Predicates: which object events are worth a reconcile.
+
+A predicate answers for each kind of event; the controller drops the events
+any of its predicates refuses. Deletion always passes
+:func:`generation_changed`: an object whose ``deletionTimestamp`` has just
+been set is reconciled, so a finalizer is never left unprocessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Predicate",
+    "all_of",
+    "annotations_changed",
+    "any_of",
+    "generation_changed",
+    "labels_changed",
+    "negate",
+    "predicate",
+    "resource_version_changed",
+]
+
+Obj = Mapping[str, Any]
+
+
+def _always(*_: Obj) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """Filters for create, update(old, new) and delete events (all pass by default)."""
+
+    create: Callable[[Obj], bool] = _always
+    update: Callable[[Obj, Obj], bool] = _always
+    delete: Callable[[Obj], bool] = _always
+
+
+def predicate(*, create: Callable[[Obj], bool] | None = None,
+              update: Callable[[Obj, Obj], bool] | None = None,
+              delete: Callable[[Obj], bool] | None = None) -> Predicate:
+    """A custom predicate; what is not given passes."""
+    return Predicate(create or _always, update or _always, delete or _always)
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _deletion_started(old: Obj, new: Obj) -> bool:
+    return bool(_meta(new).get("deletionTimestamp")) and not _meta(old).get("deletionTimestamp")
+
+
+def generation_changed() -> Predicate:
+    """Updates that changed ``metadata.generation`` (the spec), or started deletion."""
+    return predicate(update=lambda old, new: _deletion_started(old, new) or (
+        _meta(old).get("generation") != _meta(new).get("generation")))
+
+
+def labels_changed() -> Predicate:
+    return predicate(update=lambda old, new: _meta(old).get("labels") != _meta(new).get("labels"))
+
+
+def annotations_changed() -> Predicate:
+    return predicate(update=lambda old, new: (
+        _meta(old).get("annotations") != _meta(new).get("annotations")))
+
+
+def resource_version_changed() -> Predicate:
+    return predicate(update=lambda old, new: (
+        _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")))
+
+
+def all_of(*predicates: Predicate) -> Predicate:
+    """Passes when every one passes."""
+    return Predicate(lambda o: all(p.create(o) for p in predicates),
+                     lambda a, b: all(p.update(a, b) for p in predicates),
+                     lambda o: all(p.delete(o) for p in predicates))
+
+
+def any_of(*predicates: Predicate) -> Predicate:
+    """Passes when at least one passes."""
+    return Predicate(lambda o: any(p.create(o) for p in predicates),
+                     lambda a, b: any(p.update(a, b) for p in predicates),
+                     lambda o: any(p.delete(o) for p in predicates))
+
+
+def negate(p: Predicate) -> Predicate:
+    """Passes when ``p`` does not."""
+    return Predicate(lambda o: not p.create(o), lambda a, b: not p.update(a, b),
+                     lambda o: not p.delete(o))

@@ -1,0 +1,251 @@
+"""Controller on its own (no builder, no manager): workers, retries, requeues, predicates."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from reconcilekit import (
+    Cache,
+    Client,
+    Controller,
+    ItemExponentialFailureRateLimiter,
+    Reconciler,
+    Request,
+    Resource,
+    Result,
+    TerminalError,
+    enqueue_object,
+    generation_changed,
+    labels_changed,
+)
+from reconcilekit.testing import Cluster, FakeClock
+
+CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
+
+
+def cm(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+async def eventually(condition: Callable[[], bool], within: float = 10.0) -> None:
+    with anyio.fail_after(within):
+        while not condition():  # noqa: ASYNC110 (state changes on I/O, no event to wait on)
+            await asyncio.sleep(0.005)
+
+
+@pytest.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    async with Client(apiserver.configuration) as c:
+        yield c
+
+
+class Recording(Reconciler):
+    """Records calls; ``behaviour(request, call_number)`` decides the outcome."""
+
+    def __init__(self, behaviour: Callable[[Request, int], Any] | None = None) -> None:
+        self.calls: Counter[str] = Counter()
+        self.order: list[str] = []
+        self.active: set[Request] = set()
+        self.overlaps = 0
+        self.behaviour = behaviour
+
+    async def reconcile(self, request: Request) -> Result:
+        if request in self.active:
+            self.overlaps += 1
+        self.active.add(request)
+        try:
+            self.calls[request.name] += 1
+            self.order.append(request.name)
+            await anyio.lowlevel.checkpoint()
+            if self.behaviour is not None:
+                outcome = self.behaviour(request, self.calls[request.name])
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                if isinstance(outcome, Result):
+                    return outcome
+            return Result.done()
+        finally:
+            self.active.discard(request)
+
+
+@asynccontextmanager
+async def running(cache: Cache, *controllers: Controller) -> AsyncIterator[None]:
+    async with anyio.create_task_group() as tg:
+        await tg.start(cache.run)
+        await cache.wait_for_sync(10)
+        for controller in controllers:
+            await tg.start(controller.run)
+        yield
+        tg.cancel_scope.cancel()
+
+
+async def test_no_key_is_reconciled_twice_at_once_under_8_workers(apiserver: Cluster,
+                                                                  client: Client) -> None:
+    ns = apiserver.namespace
+    names = [f"c{i}" for i in range(5)]
+    for name in names:
+        await client.create(CONFIGMAPS, cm(name), ns)
+    cache = Cache(client, namespace=ns)
+    reconciler = Recording()
+    controller = Controller("storm", reconciler, cache, max_concurrent_reconciles=8)
+    controller.watch(CONFIGMAPS, enqueue_object)
+    async with running(cache, controller):
+        for round_ in range(20):  # a storm of updates to few keys
+            for name in names:
+                await client.patch(CONFIGMAPS, name, {"data": {"round": str(round_)}}, ns)
+        await eventually(lambda: len(controller.queue) == 0 and controller.in_flight == 0
+                         and all(reconciler.calls[n] >= 2 for n in names))
+    assert reconciler.overlaps == 0
+    controller.queue._check_invariants()
+
+
+async def test_errors_back_off_per_key_and_success_resets(apiserver: Cluster,
+                                                          client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("flaky"), ns)
+    clock = FakeClock()
+    fail_until = 4
+
+    def behaviour(request: Request, n: int) -> Any:
+        return RuntimeError(f"attempt {n} failed") if n < fail_until else Result.done()
+
+    reconciler = Recording(behaviour)
+    limiter: ItemExponentialFailureRateLimiter[Request] = ItemExponentialFailureRateLimiter(
+        base_delay=1.0, max_delay=100.0)
+    cache = Cache(client, namespace=ns, clock=clock)
+    controller = Controller("flaky", reconciler, cache, rate_limiter=limiter, clock=clock)
+    controller.watch(CONFIGMAPS, enqueue_object)
+    key = Request(ns, "flaky")
+    async with running(cache, controller):
+        await eventually(lambda: reconciler.calls["flaky"] == 1)
+        delays = []
+        for attempt in (1, 2, 3):
+            await eventually(lambda: controller.queue.statistics().waiting == 1)
+            assert limiter.num_requeues(key) == attempt
+            delays.append(controller.queue._delays.next_deadline() - clock.monotonic())
+            clock.advance(delays[-1])
+            await eventually(lambda a=attempt: reconciler.calls["flaky"] == a + 1)
+        await eventually(lambda: limiter.num_requeues(key) == 0)  # success forgot the key
+    assert delays == [1.0, 2.0, 4.0]
+
+
+async def test_requeue_after_reconciles_again_at_the_deadline(apiserver: Cluster,
+                                                              client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("again"), ns)
+    clock = FakeClock()
+    reconciler = Recording(lambda r, n: Result.requeue_after(30) if n == 1 else Result.done())
+    cache = Cache(client, namespace=ns, clock=clock)
+    controller = Controller("again", reconciler, cache, clock=clock)
+    controller.watch(CONFIGMAPS, enqueue_object)
+    async with running(cache, controller):
+        await eventually(lambda: reconciler.calls["again"] == 1)
+        await eventually(lambda: controller.queue.statistics().waiting == 1)
+        clock.advance(29)
+        await anyio.sleep(0.05)
+        assert reconciler.calls["again"] == 1
+        clock.advance(1)
+        await eventually(lambda: reconciler.calls["again"] == 2)
+
+
+async def test_a_raising_reconcile_does_not_stop_others_and_terminal_is_not_retried(
+        apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    ns = apiserver.namespace
+
+    def behaviour(request: Request, n: int) -> Any:
+        if request.name == "bad":
+            return RuntimeError("boom")
+        if request.name == "hopeless":
+            return TerminalError("invalid spec")
+        return None
+
+    clock = FakeClock()  # retries of "bad" wait on this clock: never reached
+    reconciler = Recording(behaviour)
+    cache = Cache(client, namespace=ns, clock=clock)
+    controller = Controller("mixed", reconciler, cache, clock=clock)
+    controller.watch(CONFIGMAPS, enqueue_object)
+    async with running(cache, controller):
+        for name in ("bad", "hopeless", "good"):
+            await client.create(CONFIGMAPS, cm(name), ns)
+        await eventually(lambda: all(reconciler.calls[n] == 1
+                                     for n in ("bad", "hopeless", "good")))
+        await eventually(lambda: controller.queue.statistics().waiting == 1)  # only "bad"
+        await client.create(CONFIGMAPS, cm("later"), ns)
+        await eventually(lambda: reconciler.calls["later"] == 1)
+    records = [r for r in caplog.records if r.name == "reconcilekit.controller"]
+    assert any("retrying" in r.getMessage() and getattr(r, "key", "") == f"{ns}/bad"
+               for r in records)
+    assert any("permanently" in r.getMessage() and getattr(r, "controller", "") == "mixed"
+               for r in records)
+
+
+async def test_reconcile_timeout_cancels_and_retries(apiserver: Cluster, client: Client
+                                                     ) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("slow"), ns)
+
+    class Slow(Reconciler):
+        calls = 0
+
+        async def reconcile(self, request: Request) -> Result:
+            Slow.calls += 1
+            if Slow.calls == 1:
+                await anyio.sleep_forever()
+            return Result.done()
+
+    limiter: ItemExponentialFailureRateLimiter[Request] = ItemExponentialFailureRateLimiter(
+        base_delay=0.001, max_delay=0.001)
+    cache = Cache(client, namespace=ns)
+    controller = Controller("slow", Slow(), cache, reconcile_timeout=0.05,
+                            rate_limiter=limiter)
+    controller.watch(CONFIGMAPS, enqueue_object)
+    async with running(cache, controller):
+        await eventually(lambda: Slow.calls == 2)
+
+
+async def test_predicates_filter_events(apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("p"), ns)
+    reconciler = Recording()
+    cache = Cache(client, namespace=ns)
+    controller = Controller("labels", reconciler, cache)
+    controller.watch(CONFIGMAPS, enqueue_object, predicates=[labels_changed()])
+    async with running(cache, controller):
+        await eventually(lambda: reconciler.calls["p"] == 1)  # creation passes
+        await client.patch(CONFIGMAPS, "p", {"data": {"x": "1"}}, ns)  # filtered out
+        await client.patch(CONFIGMAPS, "p", {"metadata": {"labels": {"a": "b"}}}, ns)
+        await eventually(lambda: reconciler.calls["p"] == 2)
+    assert reconciler.calls["p"] == 2
+
+
+def test_deletion_always_passes_the_generation_predicate() -> None:
+    p = generation_changed()
+    old = {"metadata": {"generation": 3}}
+    assert not p.update(old, {"metadata": {"generation": 3}})
+    deleting = {"metadata": {"generation": 3, "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert p.update(old, deleting)
+    assert p.update(old, {"metadata": {"generation": 4}})
+
+
+def test_result_has_one_way_to_say_each_thing() -> None:
+    assert Result.done().requeue_after_seconds is None
+    assert Result.requeue_after(5).requeue_after_seconds == 5.0
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="requeue_after"):
+            Result.requeue_after(bad)
+
+
+def test_controller_options_are_checked(client: Client) -> None:
+    cache = Cache(client)
+    with pytest.raises(ValueError, match="max_concurrent_reconciles"):
+        Controller("x", Recording(), cache, max_concurrent_reconciles=0)
+    with pytest.raises(ValueError, match="needs a name"):
+        Controller("", Recording(), cache)
