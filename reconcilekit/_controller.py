@@ -8,6 +8,12 @@ Guarantees:
     exponential backoff under an overall token bucket; success (or
     ``Result.requeue_after``) resets the key's backoff; ``TerminalError`` is
     logged and not retried; no exception ever ends a worker;
+  * the initial list does not starve new events: keys of objects listed
+    before the informer synced (or replayed to a handler added late) wait in
+    a backlog that feeds the queue only while it holds fewer than
+    ``2 * max_concurrent_reconciles`` keys, so a new event waits behind at
+    most that many of them; against starvation the other way, one backlog
+    key is fed after every that-many reconciles however busy the queue is;
   * an optional per-reconcile deadline cancels a reconcile that takes too
     long, which then counts as a failure and is retried;
   * ``shutdown(grace)`` stops intake and lets in-flight reconciles finish
@@ -22,6 +28,7 @@ that user code makes during a reconcile get them from
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
 
@@ -85,6 +92,9 @@ class Controller:
                                                     clock=clock, metrics=queue_metrics)
         self._in_flight = 0
         self._stopped = anyio.Event()
+        self._backlog: deque[Request] = deque()
+        self._window = 2 * max_concurrent_reconciles
+        self._since_feed = 0
         if metrics is not None:
             metrics.set_max_concurrent(max_concurrent_reconciles)
 
@@ -99,10 +109,16 @@ class Controller:
         """
         preds = tuple(predicates)
         add = self._enqueue
+        informer = self.cache.informer_for(resource, metadata=metadata)
+        replaying = True  # add_handler replays what is stored already: that is initial too
 
         def on_add(obj: Mapping[str, Any]) -> None:
             if all(p.create(obj) for p in preds):
-                add(mapper(obj))
+                if replaying or not informer.has_synced:
+                    self._backlog.extend(mapper(obj))
+                    self._feed()
+                else:
+                    add(mapper(obj))
 
         def on_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
             if all(p.update(old, new) for p in preds):
@@ -112,12 +128,22 @@ class Controller:
             if all(p.delete(obj) for p in preds):
                 add(mapper(obj))
 
-        self.cache.add_handler(resource, EventHandler(on_add, on_update, on_delete),
-                               metadata=metadata)
+        informer.add_handler(EventHandler(on_add, on_update, on_delete))
+        replaying = False
 
     def _enqueue(self, requests: Iterable[Request]) -> None:
         for request in requests:
             self.queue.add(request)
+
+    def _feed(self) -> None:
+        """Move backlog keys into the queue while it is short (or one, by aging)."""
+        backlog, queue = self._backlog, self.queue
+        while backlog and (len(queue) < self._window or self._since_feed >= self._window):
+            if queue.shutting_down:
+                backlog.clear()
+                return
+            queue.add(backlog.popleft())
+            self._since_feed = 0
 
     # -- running --------------------------------------------------------------------------
 
@@ -157,6 +183,8 @@ class Controller:
                 await self._reconcile(request)
             finally:
                 self.queue.done(request)
+                self._since_feed += 1
+                self._feed()
 
     async def _reconcile(self, request: Request) -> None:
         metrics = self.metrics

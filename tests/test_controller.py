@@ -249,3 +249,29 @@ def test_controller_options_are_checked(client: Client) -> None:
         Controller("x", Recording(), cache, max_concurrent_reconciles=0)
     with pytest.raises(ValueError, match="needs a name"):
         Controller("", Recording(), cache)
+
+
+async def test_the_initial_list_does_not_starve_new_events(apiserver: Cluster,
+                                                           client: Client) -> None:
+    """Without the backlog the new key would be reconciled last, after all 150
+    initial keys (checked by feeding the backlog straight into the queue)."""
+    ns = apiserver.namespace
+    for i in range(150):
+        await client.create(CONFIGMAPS, cm(f"old-{i:03d}"), ns)
+
+    class Slow(Recording):
+        async def reconcile(self, request: Request) -> Result:
+            await anyio.sleep(0.002)
+            return await super().reconcile(request)
+
+    reconciler = Slow()
+    cache = Cache(client, namespace=ns)
+    controller = Controller("fair", reconciler, cache)
+    controller.watch(CONFIGMAPS, enqueue_object)
+    async with running(cache, controller):
+        await eventually(lambda: len(reconciler.order) >= 3)
+        await client.create(CONFIGMAPS, cm("new"), ns)
+        await eventually(lambda: "new" in reconciler.calls)
+        position = reconciler.order.index("new")
+        await eventually(lambda: len(reconciler.calls) == 151, within=30)
+    assert position < 40, f"the new key waited behind {position} initial keys"
