@@ -56,6 +56,9 @@ from ._logging import log_context as log_context
 from ._mappers import Mapper as Mapper
 from ._mappers import enqueue_object as enqueue_object
 from ._mappers import enqueue_owner as enqueue_owner
+from ._metrics import CacheMetricsCollector as CacheMetricsCollector
+from ._metrics import ControllerMetrics as ControllerMetrics
+from ._metrics import LeaderElectionMetrics as LeaderElectionMetrics
 from ._objects import ObjectKey as ObjectKey
 from ._objects import Resource as Resource
 from ._objects import object_key as object_key
@@ -100,6 +103,7 @@ __all__ = [
     "BadRequest",
     "BucketRateLimiter",
     "Cache",
+    "CacheMetricsCollector",
     "CacheSyncTimeout",
     "CleanupDone",
     "CleanupNotDone",
@@ -111,6 +115,7 @@ __all__ = [
     "Conflict",
     "Controller",
     "ControllerBuilder",
+    "ControllerMetrics",
     "EventHandler",
     "ExpectationMetrics",
     "Expectations",
@@ -126,6 +131,7 @@ __all__ = [
     "Invalid",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
+    "LeaderElectionMetrics",
     "Mapper",
     "MaxOfRateLimiter",
     "MethodNotAllowed",
