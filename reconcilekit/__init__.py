@@ -31,6 +31,8 @@ from ._errors import Unauthorized as Unauthorized
 from ._errors import UnsupportedMediaType as UnsupportedMediaType
 from ._errors import error_from_response as error_from_response
 from ._errors import error_from_status as error_from_status
+from ._events import EventRecorder as EventRecorder
+from ._events import EventRecorderStatistics as EventRecorderStatistics
 from ._expectations import ExpectationMetrics as ExpectationMetrics
 from ._expectations import Expectations as Expectations
 from ._expectations import PrometheusExpectationMetrics as PrometheusExpectationMetrics
@@ -117,6 +119,8 @@ __all__ = [
     "ControllerBuilder",
     "ControllerMetrics",
     "EventHandler",
+    "EventRecorder",
+    "EventRecorderStatistics",
     "ExpectationMetrics",
     "Expectations",
     "Expired",
