@@ -52,6 +52,10 @@ from ._informer import InformerStatistics as InformerStatistics
 from ._informer import Transform as Transform
 from ._informer import metadata_only as metadata_only
 from ._informer import strip_managed_fields as strip_managed_fields
+from ._leaderelection import LEASES as LEASES
+from ._leaderelection import LeaderElectionStatistics as LeaderElectionStatistics
+from ._leaderelection import LeaderElector as LeaderElector
+from ._leaderelection import LeadershipLost as LeadershipLost
 from ._logging import ReconcileContextFilter as ReconcileContextFilter
 from ._logging import configure_logging as configure_logging
 from ._logging import log_context as log_context
@@ -135,7 +139,11 @@ __all__ = [
     "Invalid",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
+    "LEASES",
     "LeaderElectionMetrics",
+    "LeaderElectionStatistics",
+    "LeaderElector",
+    "LeadershipLost",
     "Mapper",
     "MaxOfRateLimiter",
     "MethodNotAllowed",
