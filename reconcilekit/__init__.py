@@ -59,6 +59,7 @@ from ._leaderelection import LeadershipLost as LeadershipLost
 from ._logging import ReconcileContextFilter as ReconcileContextFilter
 from ._logging import configure_logging as configure_logging
 from ._logging import log_context as log_context
+from ._manager import Manager as Manager
 from ._mappers import Mapper as Mapper
 from ._mappers import enqueue_object as enqueue_object
 from ._mappers import enqueue_owner as enqueue_owner
@@ -144,6 +145,7 @@ __all__ = [
     "LeaderElectionStatistics",
     "LeaderElector",
     "LeadershipLost",
+    "Manager",
     "Mapper",
     "MaxOfRateLimiter",
     "MethodNotAllowed",

@@ -59,6 +59,7 @@ class ReconcileMetrics(Protocol):
     def observe(self, result: str, seconds: float) -> None: ...
     def error(self) -> None: ...
     def terminal_error(self) -> None: ...
+    def timeout(self) -> None: ...
     def worker_started(self) -> None: ...
     def worker_finished(self) -> None: ...
     def set_max_concurrent(self, n: int) -> None: ...
@@ -227,8 +228,13 @@ class Controller:
         if self.reconcile_timeout is None:
             result = await self.reconciler.reconcile(request)
         else:
-            with anyio.fail_after(self.reconcile_timeout):
-                result = await self.reconciler.reconcile(request)
+            try:
+                with anyio.fail_after(self.reconcile_timeout):
+                    result = await self.reconciler.reconcile(request)
+            except TimeoutError:
+                if self.metrics is not None:
+                    self.metrics.timeout()
+                raise
         if not isinstance(result, Result):
             raise TypeError(f"reconcile must return a Result, not {type(result).__name__} "
                             "(use Result.done() or Result.requeue_after(seconds))")

@@ -1,0 +1,55 @@
+"""The manager's HTTP endpoints: ``/metrics``, ``/healthz``, ``/readyz``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio.abc
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.aiohttp import make_aiohttp_handler
+
+__all__ = ["serve_endpoints", "split_address"]
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``"host:port"`` or ``":port"`` (all interfaces); ValueError naming the problem."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"HTTP address {address!r} is not host:port (e.g. ':8080')")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+async def serve_endpoints(address: str, registry: CollectorRegistry,
+                          ready: Callable[[], tuple[bool, str]],
+                          on_port: Callable[[int], None], *,
+                          task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                          ) -> None:
+    """Serve until cancelled. ``ready()`` answers (ready, reason) for ``/readyz``."""
+    host, port = split_address(address)
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok, reason = ready()
+        return web.Response(text="ok" if ok else reason, status=200 if ok else 503)
+
+    app = web.Application()
+    metrics: Any = make_aiohttp_handler(registry)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port, reuse_address=True)
+        await site.start()
+        sockets: Any = getattr(site._server, "sockets", None) or ()
+        on_port(int(sockets[0].getsockname()[1]) if sockets else port)
+        task_status.started()
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await runner.cleanup()

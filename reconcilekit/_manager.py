@@ -1,0 +1,254 @@
+"""``Manager``: runs the cache, the controllers, leader election and the endpoints.
+
+Expected flow of :meth:`Manager.run`:
+
+1. serve ``/metrics``, ``/healthz`` and ``/readyz`` (if ``http_addr`` is set);
+2. start the cache and wait for every informer to sync, failing with
+   :class:`CacheSyncTimeout` naming the resources that did not;
+3. with leader election: wait to acquire the Lease (a standby keeps its
+   cache warm meanwhile), then keep renewing it;
+4. start every controller's workers;
+5. on :meth:`stop` (SIGTERM/SIGINT with :meth:`run_until_signal`): stop
+   taking work, let in-flight reconciles finish within
+   ``graceful_shutdown_timeout``, release the Lease, and return;
+6. if the Lease is lost, stop reconciling at once and raise
+   :class:`LeadershipLost` (``run_until_signal`` exits non-zero): another
+   replica is reconciling now.
+
+Everything hangs off the manager: one client, one cache, one metrics
+registry; nothing is process-global.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+from prometheus_client import CollectorRegistry
+
+from ._builder import ControllerBuilder
+from ._cache import Cache, CacheSyncTimeout
+from ._client import Client
+from ._clock import Clock, SystemClock
+from ._controller import Controller
+from ._events import EventRecorder
+from ._http_endpoints import serve_endpoints, split_address
+from ._leaderelection import LeaderElector, LeadershipLost
+from ._metrics import CacheMetricsCollector, ControllerMetrics, LeaderElectionMetrics
+from ._queue_metrics import PrometheusQueueMetrics
+from ._rate_limiters import RateLimiter
+from ._reconciler import Reconciler, Request
+
+__all__ = ["Manager"]
+
+logger = logging.getLogger("reconcilekit.manager")
+_SYSTEM_CLOCK: Final = SystemClock()
+
+
+class Manager:
+    """Owns the client, the cache and the controllers, and runs them."""
+
+    def __init__(self, client: Client, *, name: str = "reconcilekit",
+                 namespace: str | None = None, http_addr: str | None = ":8080",
+                 leader_election: bool = False, leader_election_id: str | None = None,
+                 leader_election_namespace: str | None = None, identity: str | None = None,
+                 lease_duration: float = 15.0, renew_deadline: float = 10.0,
+                 retry_period: float = 2.0, graceful_shutdown_timeout: float = 30.0,
+                 cache_sync_timeout: float = 120.0, clock: Clock = _SYSTEM_CLOCK,
+                 registry: CollectorRegistry | None = None) -> None:
+        if http_addr is not None:
+            split_address(http_addr)  # fail now, not once running
+        if leader_election and not leader_election_id:
+            raise ValueError("leader_election needs leader_election_id (the Lease's name)")
+        self.name = name
+        self.client = client
+        self.clock = clock
+        self.namespace = namespace
+        self.http_addr = http_addr
+        self.http_port: int | None = None
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.cache_sync_timeout = cache_sync_timeout
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.cache = Cache(client, namespace=namespace, clock=clock)
+        CacheMetricsCollector(self.registry, self.cache.statistics)
+        self.events = EventRecorder(client, component=name, clock=clock)
+        self.controllers: list[Controller] = []
+        self.identity = identity or f"{socket.gethostname()}_{os.getpid()}"
+        self.elector: LeaderElector | None = None
+        if leader_election:
+            assert leader_election_id is not None
+            leader_metrics = LeaderElectionMetrics(self.registry, leader_election_id)
+            self.elector = LeaderElector(
+                client, name=leader_election_id,
+                namespace=leader_election_namespace or namespace or "default",
+                identity=self.identity, lease_duration=lease_duration,
+                renew_deadline=renew_deadline, retry_period=retry_period, clock=clock,
+                on_change=leader_metrics.set_leader)
+        self._stop = anyio.Event()
+        self._synced = False
+        self._running = False
+
+    # -- wiring ------------------------------------------------------------------------------
+
+    def controller(self) -> ControllerBuilder:
+        """A builder for a controller run by this manager."""
+        return ControllerBuilder(self)
+
+    def new_controller(self, name: str, reconciler: Reconciler, *,
+                       max_concurrent_reconciles: int = 1,
+                       rate_limiter: RateLimiter[Request] | None = None,
+                       reconcile_timeout: float | None = None) -> Controller:
+        """Create a controller wired to this manager's cache and metrics, and add it."""
+        if any(c.name == name for c in self.controllers):
+            raise ValueError(f"a controller named {name!r} already exists in this manager")
+        controller = Controller(
+            name, reconciler, self.cache, max_concurrent_reconciles=max_concurrent_reconciles,
+            rate_limiter=rate_limiter, reconcile_timeout=reconcile_timeout, clock=self.clock,
+            metrics=ControllerMetrics(self.registry, name),
+            queue_metrics=PrometheusQueueMetrics(self.registry, name))
+        self.add(controller)
+        return controller
+
+    def add(self, controller: Controller) -> None:
+        if self._running:
+            raise RuntimeError("controllers must be added before the manager runs")
+        self.controllers.append(controller)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def ready(self) -> tuple[bool, str]:
+        """For ``/readyz``: caches synced and no watch dead (failing with an error)."""
+        if not self._synced:
+            return False, "caches not synced"
+        broken = [s.resource for s in self.cache.statistics()
+                  if not s.watching and s.last_error is not None]
+        if broken:
+            return False, "watch failing: " + ", ".join(broken)
+        return True, "ok"
+
+    def stop(self) -> None:
+        """Begin a graceful shutdown (what SIGTERM does)."""
+        self._stop.set()
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Run until :meth:`stop`; see the module docstring for the flow."""
+        if self._running:
+            raise RuntimeError("this manager is already running")
+        self._running = True
+        try:
+            async with anyio.create_task_group() as tg:
+                await self._run(tg, task_status)
+        except BaseExceptionGroup as group:
+            for expected in (LeadershipLost, CacheSyncTimeout):
+                found = _first(group, expected)
+                if found is not None:
+                    raise found from None
+            raise
+        finally:
+            self._running = False
+
+    async def _run(self, tg: anyio.abc.TaskGroup,
+                   task_status: anyio.abc.TaskStatus[None]) -> None:
+        if self.http_addr is not None:
+            await tg.start(serve_endpoints, self.http_addr, self.registry, self.ready,
+                           self._set_port)
+        tg.start_soon(self.events.run)
+        await tg.start(self.cache.run)
+        task_status.started()
+        await self.cache.wait_for_sync(self.cache_sync_timeout)
+        self._synced = True
+        logger.info("caches synced: %s", ", ".join(s.resource for s in self.cache.statistics()))
+        if self.elector is not None:
+            acquired = await self._acquire_or_stop()
+            if not acquired:
+                tg.cancel_scope.cancel()
+                return
+            tg.start_soon(self.elector.hold)
+        async with anyio.create_task_group() as workers:
+            for controller in self.controllers:
+                await workers.start(controller.run)
+            logger.info("started %d controller(s)", len(self.controllers))
+            await self._stop.wait()
+            logger.info("shutting down: finishing in-flight reconciles (grace %.0fs)",
+                        self.graceful_shutdown_timeout)
+            with anyio.move_on_after(self.graceful_shutdown_timeout):
+                async with anyio.create_task_group() as drain:
+                    for controller in self.controllers:
+                        drain.start_soon(controller.shutdown, self.graceful_shutdown_timeout)
+            workers.cancel_scope.cancel()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await self.events.flush()
+            if self.elector is not None:
+                await self.elector.release()
+        tg.cancel_scope.cancel()
+
+    async def _acquire_or_stop(self) -> bool:
+        assert self.elector is not None
+        async with anyio.create_task_group() as tg:
+            async def stop_waiting() -> None:
+                await self._stop.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(stop_waiting)
+            await self.elector.acquire()
+            tg.cancel_scope.cancel()
+            return True
+        return False
+
+    def _set_port(self, port: int) -> None:
+        self.http_port = port
+
+    async def serve(self) -> int:
+        """Run until SIGTERM or SIGINT, then shut down gracefully; returns the exit code.
+
+        0 after a clean shutdown; 1 when the Lease was lost or the caches did
+        not sync (logged with the reason).
+        """
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._stop_on_signal)
+            try:
+                await self.run()
+            except (LeadershipLost, CacheSyncTimeout) as err:
+                logger.error("exiting: %s", err)
+                return 1
+            finally:
+                tg.cancel_scope.cancel()
+        return 0
+
+    def run_until_signal(self) -> int:
+        """:meth:`serve` in a new event loop (for a ``main()``); returns the exit code.
+
+        The manager's client must not be tied to another event loop: build
+        everything inside one ``async def main()`` and ``await manager.serve()``
+        when you create the client asynchronously.
+        """
+        return anyio.run(self.serve)
+
+    async def _stop_on_signal(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                logger.info("received %s", signal.Signals(signum).name)
+                self.stop()
+
+    def __repr__(self) -> str:
+        return f"Manager({self.name!r}, controllers={[c.name for c in self.controllers]})"
+
+
+def _first(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> BaseException | None:
+    """The first exception of ``kind`` anywhere in a (nested) exception group."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            inner = _first(exc, kind)
+            if inner is not None:
+                return inner
+        elif isinstance(exc, kind):
+            return exc
+    return None

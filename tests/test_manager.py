@@ -1,0 +1,242 @@
+"""Manager: a user's controller end to end, metrics over HTTP, leader election, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+
+from reconcilekit import (
+    Cache,
+    CacheSyncTimeout,
+    Client,
+    Manager,
+    NotFound,
+    Reconciler,
+    Request,
+    Resource,
+    Result,
+)
+from reconcilekit.testing import Cluster, FakeClock
+
+CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
+SECRETS = Resource("", "v1", "Secret", "secrets")
+LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
+HERE = Path(__file__).resolve().parent
+
+
+async def eventually(condition: Callable[[], Any], within: float = 10.0) -> None:
+    with anyio.fail_after(within):
+        while not condition():  # noqa: ASYNC110 (state changes on I/O, no event to wait on)
+            await asyncio.sleep(0.005)
+
+
+async def eventually_async(condition: Callable[[], Any], within: float = 10.0) -> None:
+    with anyio.fail_after(within):
+        while not await condition():  # noqa: ASYNC110 (polling the API server)
+            await asyncio.sleep(0.01)
+
+
+class ConfigMapToSecret(Reconciler):
+    """Keeps a Secret with the same name and data as each ConfigMap (a user's controller)."""
+
+    def __init__(self, client: Client, cache: Cache) -> None:
+        self.client = client
+        self.cache = cache
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            cm = await self.cache.get(CONFIGMAPS, request.name, request.namespace)
+        except NotFound:
+            return Result.done()  # the Secret goes with it (owner reference)
+        data = {k: base64.b64encode(v.encode()).decode()
+                for k, v in (cm.get("data") or {}).items()}
+        try:
+            secret = await self.cache.get(SECRETS, request.name, request.namespace)
+        except NotFound:
+            await self.client.create(SECRETS, {
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": request.name, "ownerReferences": [{
+                    "apiVersion": "v1", "kind": "ConfigMap", "name": request.name,
+                    "uid": cm["metadata"]["uid"], "controller": True}]},
+                "data": data}, request.namespace)
+            return Result.done()
+        if secret.get("data") != data:
+            secret["data"] = data
+            await self.client.update(SECRETS, secret)
+        return Result.done()
+
+
+@pytest.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    async with Client(apiserver.configuration) as c:
+        yield c
+
+
+def cm(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+async def test_a_users_controller_runs_end_to_end_with_metrics(apiserver: Cluster,
+                                                               client: Client) -> None:
+    ns = apiserver.namespace
+    manager = Manager(client, namespace=ns, http_addr="127.0.0.1:0")
+    manager.controller().for_(CONFIGMAPS).owns(SECRETS).with_options(
+        max_concurrent_reconciles=2).complete(ConfigMapToSecret(client, manager.cache))
+
+    async def secret_data(name: str) -> dict[str, str] | None:
+        try:
+            got = await client.get(SECRETS, name, ns)
+        except NotFound:
+            return None
+        return {k: base64.b64decode(v).decode() for k, v in (got.get("data") or {}).items()}
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        await client.create(CONFIGMAPS, cm("settings", color="blue"), ns)
+        await eventually_async(lambda: _equals(secret_data("settings"), {"color": "blue"}))
+        await client.patch(CONFIGMAPS, "settings", {"data": {"color": "red"}}, ns)
+        await eventually_async(lambda: _equals(secret_data("settings"), {"color": "red"}))
+        await client.delete(SECRETS, "settings", ns)  # owns(): the owner is reconciled
+        await eventually_async(lambda: _equals(secret_data("settings"), {"color": "red"}))
+        async with aiohttp.ClientSession() as http:
+            base = f"http://127.0.0.1:{manager.http_port}"
+            async with http.get(f"{base}/metrics") as resp:
+                metrics = await resp.text()
+            async with http.get(f"{base}/healthz") as resp:
+                assert resp.status == 200
+            async with http.get(f"{base}/readyz") as resp:
+                assert resp.status == 200
+        manager.stop()
+    for name in ('controller_runtime_reconcile_total{controller="configmap",result="success"}',
+                 'controller_runtime_reconcile_errors_total{controller="configmap"}',
+                 'controller_runtime_terminal_reconcile_errors_total{controller="configmap"}',
+                 "controller_runtime_reconcile_time_seconds_bucket",
+                 'controller_runtime_max_concurrent_reconciles{controller="configmap"} 2.0',
+                 'controller_runtime_active_workers{controller="configmap"}',
+                 'workqueue_depth{controller="configmap"',
+                 "workqueue_adds_total", "workqueue_queue_duration_seconds_bucket",
+                 "workqueue_work_duration_seconds_bucket", "workqueue_retries_total",
+                 "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor",
+                 "reconcilekit_cache_relists_total", "reconcilekit_watch_restarts_total"):
+        assert name in metrics, name
+
+
+async def _equals(value: Any, expected: Any) -> bool:
+    return bool(await value == expected)
+
+
+async def test_readyz_is_unready_until_caches_sync(client: Client) -> None:
+    manager = Manager(client, http_addr=None)
+    assert manager.ready() == (False, "caches not synced")
+
+
+async def test_sync_timeout_names_the_missing_resource(client: Client) -> None:
+    clock = FakeClock()
+    manager = Manager(client, http_addr=None, clock=clock, cache_sync_timeout=60)
+    missing = Resource("nothing.example.com", "v1", "Thing", "things")
+
+    class Noop(Reconciler):
+        async def reconcile(self, request: Request) -> Result:
+            return Result.done()
+
+    manager.controller().for_(missing).complete(Noop())
+    errors: list[Exception] = []
+
+    async def run() -> None:
+        try:
+            await manager.run()
+        except CacheSyncTimeout as err:
+            errors.append(err)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await eventually(lambda: 60.0 in clock.deadlines() and any(
+            s.last_error for s in manager.cache.statistics()))
+        clock.advance(60)
+    assert len(errors) == 1
+    assert "things.nothing.example.com/v1 (last error: NotFound" in str(errors[0])
+
+
+async def test_only_the_leader_reconciles_and_a_standby_takes_over(apiserver: Cluster,
+                                                                   client: Client) -> None:
+    ns = apiserver.namespace
+    clock = FakeClock()
+    seen: dict[str, list[str]] = {"a": [], "b": []}
+
+    class Tracking(Reconciler):
+        def __init__(self, who: str) -> None:
+            self.who = who
+
+        async def reconcile(self, request: Request) -> Result:
+            seen[self.who].append(request.name)
+            return Result.done()
+
+    def make(who: str) -> Manager:
+        manager = Manager(client, namespace=ns, http_addr=None, clock=clock,
+                          leader_election=True, leader_election_id="demo-lock",
+                          identity=who)
+        manager.controller().for_(CONFIGMAPS).complete(Tracking(who))
+        return manager
+
+    first, second = make("a"), make("b")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first.run)
+        await eventually(lambda: first.elector is not None and first.elector.is_leader)
+        tg.start_soon(second.run)
+        await client.create(CONFIGMAPS, cm("one"), ns)
+        await eventually(lambda: "one" in seen["a"])
+        clock.advance(2)  # a few retry periods: the standby keeps trying
+        await anyio.sleep(0.05)
+        assert seen["b"] == [] and second.elector is not None
+        assert not second.elector.is_leader
+        first.stop()  # releases the Lease
+        for _ in range(20):
+            if second.elector.is_leader:
+                break
+            clock.advance(2.5)
+            await anyio.sleep(0.02)
+        await eventually(lambda: second.elector is not None and second.elector.is_leader)
+        await client.create(CONFIGMAPS, cm("two"), ns)
+        await eventually(lambda: "two" in seen["b"])
+        second.stop()
+    assert "two" not in seen["a"]
+
+
+@pytest.mark.in_process_only
+async def test_sigterm_finishes_in_flight_work_and_exits_zero(apiserver: Cluster,
+                                                              client: Client) -> None:
+    server = apiserver.require_server()
+    kubeconfig = server.write_kubeconfig(Path(os.environ.get("TMPDIR", "/tmp"))
+                                         / f"rk-sigterm-{os.getpid()}.kubeconfig")
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("slow"), ns)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(HERE / "sigterm_app.py"), str(kubeconfig), ns,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert proc.stdout is not None
+        with anyio.fail_after(30):
+            while b"reconciling slow" not in await proc.stdout.readline():
+                pass
+        proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30):
+            output = (await proc.stdout.read()).decode()
+            code = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        kubeconfig.unlink(missing_ok=True)
+    assert code == 0, output
+    done = await client.get(CONFIGMAPS, "slow", ns)
+    assert done["metadata"].get("annotations", {}).get("finished") == "yes", output
