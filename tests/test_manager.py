@@ -240,3 +240,39 @@ async def test_sigterm_finishes_in_flight_work_and_exits_zero(apiserver: Cluster
     assert code == 0, output
     done = await client.get(CONFIGMAPS, "slow", ns)
     assert done["metadata"].get("annotations", {}).get("finished") == "yes", output
+
+
+async def test_a_lost_lease_stops_reconciling_and_fails_the_run(apiserver: Cluster,
+                                                                client: Client) -> None:
+    ns = apiserver.namespace
+    clock = FakeClock()
+
+    class Noop(Reconciler):
+        async def reconcile(self, request: Request) -> Result:
+            return Result.done()
+
+    manager = Manager(client, namespace=ns, http_addr=None, clock=clock,
+                      leader_election=True, leader_election_id="lost-lock", identity="me")
+    manager.controller().for_(CONFIGMAPS).complete(Noop())
+    outcome: list[BaseException] = []
+
+    async def run() -> None:
+        try:
+            await manager.run()
+        except Exception as err:
+            outcome.append(err)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await eventually(lambda: manager.elector is not None and manager.elector.is_leader)
+        lease = await client.get(LEASES, "lost-lock", ns)
+        lease["spec"]["holderIdentity"] = "intruder"
+        await client.update(LEASES, lease)
+        for _ in range(20):
+            if outcome:
+                break
+            clock.advance(2)
+            await anyio.sleep(0.02)
+        await eventually(lambda: bool(outcome))
+    assert type(outcome[0]).__name__ == "LeadershipLost"
+    assert manager.controllers[0]._stopped.is_set()  # the workers were stopped
