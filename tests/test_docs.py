@@ -29,3 +29,67 @@ def test_testing_guide_worked_example_passes(tmp_path: Path) -> None:
         env={k: v for k, v in os.environ.items() if k != "RECONCILEKIT_TEST_KUBECONFIG"})
     assert got.returncode == 0, got.stdout + got.stderr
     assert "1 passed" in got.stdout
+
+
+def _files(text: str) -> dict[str, str]:
+    """Python blocks whose first line is ``# name.py``, by that name."""
+    out = {}
+    for block in _python_blocks(text):
+        first, _, rest = block.partition("\n")
+        if first.startswith("# ") and first.endswith(".py"):
+            out[first[2:]] = rest
+    return out
+
+
+def test_tutorial_operator_passes_its_own_test(tmp_path: Path) -> None:
+    files = _files((DOCS / "tutorial.md").read_text())
+    assert set(files) == {"copy_operator.py", "test_copy_operator.py"}
+    for name, code in files.items():
+        (tmp_path / name).write_text(code)
+    got = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
+         "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function",
+         "--rootdir", str(tmp_path), str(tmp_path / "test_copy_operator.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "RECONCILEKIT_TEST_KUBECONFIG"})
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "1 passed" in got.stdout
+
+
+async def test_tutorial_operator_runs_and_stops_cleanly(tmp_path: Path) -> None:
+    import asyncio
+    import signal
+
+    import anyio
+
+    from reconcilekit import Client, NotFound, Resource
+    from reconcilekit.testing import APIServer
+
+    (tmp_path / "copy_operator.py").write_text(
+        _files((DOCS / "tutorial.md").read_text())["copy_operator.py"])
+    async with APIServer() as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig.yaml")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(tmp_path / "copy_operator.py"), str(kubeconfig),
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            async with Client(server.configuration()) as client:
+                await client.create(Resource("", "v1", "ConfigMap", "configmaps"), {
+                    "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"},
+                    "data": {"color": "blue"}}, "default")
+                with anyio.fail_after(30):
+                    while True:
+                        try:
+                            await client.get(Resource("", "v1", "Secret", "secrets"), "app",
+                                             "default")
+                            break
+                        except NotFound:
+                            await anyio.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            with anyio.fail_after(30):
+                output = (await proc.communicate())[0].decode()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert proc.returncode == 0, output
