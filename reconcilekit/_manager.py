@@ -37,6 +37,7 @@ from ._client import Client
 from ._clock import Clock, SystemClock
 from ._controller import Controller
 from ._events import EventRecorder
+from ._expectations import Expectations, PrometheusExpectationMetrics
 from ._http_endpoints import serve_endpoints, split_address
 from ._leaderelection import LeaderElector, LeadershipLost
 from ._metrics import CacheMetricsCollector, ControllerMetrics, LeaderElectionMetrics
@@ -113,6 +114,13 @@ class Manager:
             queue_metrics=PrometheusQueueMetrics(self.registry, name))
         self.add(controller)
         return controller
+
+    def expectations(self, controller: str, *,
+                     timeout: float = 300.0) -> Expectations[Request]:
+        """:class:`Expectations` for ``controller`` on the manager's clock, their timeouts
+        counted in ``reconcilekit_expectation_timeouts_total{controller}``."""
+        return Expectations(name=controller, timeout=timeout, clock=self.clock,
+                            metrics=PrometheusExpectationMetrics(self.registry, controller))
 
     def add(self, controller: Controller) -> None:
         if self._running:

@@ -276,3 +276,33 @@ async def test_a_lost_lease_stops_reconciling_and_fails_the_run(apiserver: Clust
         await eventually(lambda: bool(outcome))
     assert type(outcome[0]).__name__ == "LeadershipLost"
     assert manager.controllers[0]._stopped.is_set()  # the workers were stopped
+
+
+async def test_readyz_reports_a_failing_watch_and_expectation_timeouts_are_counted(
+        apiserver: Cluster, client: Client) -> None:
+    from prometheus_client import generate_latest
+
+    ns = apiserver.namespace
+    clock = FakeClock()
+    manager = Manager(client, namespace=ns, http_addr=None, clock=clock)
+
+    class Noop(Reconciler):
+        async def reconcile(self, request: Request) -> Result:
+            return Result.done()
+
+    manager.controller().for_(CONFIGMAPS).complete(Noop())
+    expectations = manager.expectations("configmap", timeout=60)
+    expectations.expect_creations(Request(ns, "x"), 1)
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        await eventually(lambda: manager.ready() == (True, "ok"))
+        faults = apiserver.faults
+        faults.fail_next(1, status=403, verb="watch", resource="configmaps")
+        faults.close_watches()
+        await eventually(lambda: manager.ready()[0] is False)
+        assert manager.ready()[1] == "watch failing: configmaps/v1"
+        clock.advance(61)
+        assert expectations.satisfied(Request(ns, "x"))
+        manager.stop()
+    text = generate_latest(manager.registry).decode()
+    assert 'reconcilekit_expectation_timeouts_total{controller="configmap"} 1.0' in text
