@@ -1,0 +1,1 @@
+"""Example operators built on reconcilekit (run them with ``python -m examples.NAME``)."""

@@ -1,0 +1,298 @@
+"""The CNClaim controller: bind a claim to one Idle CN Pod, keep it bound, migrate, release.
+
+Expected flow of :meth:`ClaimReconciler.reconcile` (through
+:func:`reconcilekit.finalize`, which adds the finalizer first):
+
+1. Not bound (no ``spec.podName``): :meth:`~ClaimReconciler.bind`. First a
+   Pod already labelled as ours is adopted (a binding whose claim write was
+   lost); then each Idle, running Pod of the pool, the one this claim held
+   last first, then the oldest, is updated with its resourceVersion to carry
+   ``claimed-by=<claim>``. A 409 means another claim took it: try the next.
+   Then ``spec.podName``/``spec.nodeName`` and ``status.phase=Bound``. No Pod
+   free: the claim stays Pending (or Lost), and an Idle Pod's event wakes it.
+2. Bound: the Pod still exists (the cache says so, or, if not, a live read),
+   else the claim is Lost and its ``spec.podName`` and ``spec.nodeName`` are
+   cleared in the same step (bug 3: a Lost claim kept pointing at the dead
+   Pod forever), so the next pass binds a new Pod.
+3. Migrating (``spec.sourcePod`` set): bind a new Pod, never the source;
+   once the source Pod has no open sessions, release it to Draining; then
+   clear ``spec.sourcePod``.
+4. Deleted: release every Pod labelled as ours to Draining, except those
+   another claim now names (a migration moved them): on those only the
+   stale label goes. Then report done, and the finalizer goes (bug 1: those
+   Pods were skipped and cleanup reported "not done" forever).
+
+Guarantees:
+  * a Pod is never held by two claims: binding writes the claim label with
+    the Pod's resourceVersion, so of two claims racing for one Pod exactly
+    one write lands;
+  * a claim never binds twice on a stale cache: a reconcile waits until the
+    cache has seen this controller's last write to the claim;
+  * a phase Lost never comes with a ``spec.podName`` naming the lost Pod
+    (the spec is cleared before the status says Lost).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from reconcilekit import (
+    Cache,
+    CleanupDone,
+    CleanupResult,
+    Client,
+    EventRecorder,
+    NotFound,
+    Reconciler,
+    Request,
+    Result,
+    TerminalError,
+    finalize,
+)
+
+from .index import ClaimIndex
+from .pods import drop_claim_label, release, take
+from .resources import (
+    CLAIM_FINALIZER,
+    CLAIMED_BY_LABEL,
+    CNCLAIMS,
+    LAST_OWNER_ANNOTATION,
+    PHASE_LABEL,
+    PODS,
+    POOL_LABEL,
+    ClaimPhase,
+    PodPhase,
+    annotations_of,
+    bindable,
+    claim_phase,
+    claimed_by,
+    connections,
+    creation_order,
+    deleting,
+    name_of,
+    namespace_of,
+    node_of,
+    now_rfc3339,
+    pod_phase,
+    source_pod,
+    spec_of,
+    status_of,
+)
+from .status import set_status
+
+__all__ = ["ClaimReconciler", "selector_string"]
+
+logger = logging.getLogger("examples.cnclaim.claim")
+
+Obj = dict[str, Any]
+_CACHE_LAG_RETRY: Final = 0.2
+
+
+def selector_string(selector: Mapping[str, Any]) -> str:
+    """A metav1.LabelSelector (matchLabels, matchExpressions) in the label selector syntax."""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or ():
+        key, values = expr.get("key"), ",".join(expr.get("values") or ())
+        match expr.get("operator"):
+            case "In":
+                parts.append(f"{key} in ({values})")
+            case "NotIn":
+                parts.append(f"{key} notin ({values})")
+            case "Exists":
+                parts.append(str(key))
+            case "DoesNotExist":
+                parts.append(f"!{key}")
+            case other:
+                raise TerminalError(f"spec.selector: unknown operator {other!r}")
+    return ",".join(parts)
+
+
+class ClaimReconciler(Reconciler):
+    """Reconciles CNClaims; see the module docstring for the flow."""
+
+    def __init__(self, client: Client, cache: Cache, index: ClaimIndex,
+                 events: EventRecorder) -> None:
+        self.client = client
+        self.cache = cache
+        self.index = index
+        self.events = events
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            claim = await self.cache.get(CNCLAIMS, request.name, request.namespace)
+        except NotFound:
+            return Result.done()
+        if not self.cache.has_seen_own_write(CNCLAIMS, request.name, request.namespace):
+            return Result.requeue_after(_CACHE_LAG_RETRY)  # acting now could bind twice
+        outcome = await finalize(self.client, CNCLAIMS, claim, CLAIM_FINALIZER,
+                                 apply=self.apply, cleanup=self.cleanup)
+        return outcome if isinstance(outcome, Result) else Result.done()
+
+    async def apply(self, claim: Obj) -> Result:
+        spec = spec_of(claim)
+        if spec.get("sourcePod"):
+            return await self.migrate(claim)
+        if spec.get("podName"):
+            return await self.sync(claim)
+        return await self.bind_or_wait(claim)
+
+    # -- binding -----------------------------------------------------------------------------
+
+    def _candidate_selector(self, claim: Obj) -> str:
+        spec = spec_of(claim)
+        pool, selector = str(spec.get("poolName") or ""), spec.get("selector")
+        if not pool and not selector:
+            self.events.event(claim, "Warning", "InvalidSpec",
+                              "spec.poolName or spec.selector is required")
+            raise TerminalError("spec.poolName or spec.selector is required")
+        parts = [f"{PHASE_LABEL}={PodPhase.IDLE}"]
+        if pool:
+            parts.append(f"{POOL_LABEL}={pool}")
+        if selector:
+            parts.append(selector_string(selector))
+        return ",".join(p for p in parts if p)
+
+    async def bind(self, claim: Obj, *, avoid: str = "") -> Obj | None:
+        """Take a Pod for ``claim`` (never ``avoid``); the Pod as written, or None."""
+        ns, name = namespace_of(claim), name_of(claim)
+        for pod in await self.cache.list(PODS, ns, label_selector=f"{CLAIMED_BY_LABEL}={name}"):
+            if (name_of(pod) != avoid and pod_phase(pod) == PodPhase.BOUND
+                    and not deleting(pod) and not await self._named_by_another(pod, name)):
+                logger.info("adopting Pod %s, already labelled as claimed by %s",
+                            name_of(pod), name)
+                return pod
+        idle = await self.cache.list(PODS, ns, label_selector=self._candidate_selector(claim))
+        candidates = [p for p in idle if bindable(p) and name_of(p) != avoid]
+        candidates.sort(key=lambda p: (annotations_of(p).get(LAST_OWNER_ANNOTATION) != name,
+                                       creation_order(p)))
+        for pod in candidates:
+            taken = await take(self.client, pod, name)
+            if taken is not None:
+                return taken
+            logger.debug("Pod %s was taken by someone else; trying the next", name_of(pod))
+        return None
+
+    async def _named_by_another(self, pod: Obj, claim: str) -> bool:
+        others = await self.index.claims_naming(namespace_of(pod), name_of(pod))
+        return any(name_of(c) != claim for c in others)
+
+    async def _record_binding(self, claim: Obj, pod: Obj) -> None:
+        await self.client.patch(CNCLAIMS, name_of(claim), {"spec": {
+            "podName": name_of(pod), "nodeName": node_of(pod) or None}}, namespace_of(claim))
+        await set_status(self.client, CNCLAIMS, claim,
+                         {"phase": ClaimPhase.BOUND, "boundTime": now_rfc3339()})
+
+    async def bind_or_wait(self, claim: Obj) -> Result:
+        pod = await self.bind(claim)
+        if pod is None:
+            waiting = ClaimPhase.LOST if claim_phase(claim) == ClaimPhase.LOST else (
+                ClaimPhase.PENDING)
+            await set_status(self.client, CNCLAIMS, claim, {"phase": waiting})
+            return Result.done()  # an Idle Pod of the pool maps to this claim when it appears
+        await self._record_binding(claim, pod)
+        self.events.event(claim, "Normal", "Bound",
+                          f"bound to Pod {name_of(pod)} on node {node_of(pod) or '?'}")
+        return Result.done()
+
+    # -- keeping it bound ---------------------------------------------------------------------
+
+    async def _current_pod(self, namespace: str, name: str) -> Obj | None:
+        """The Pod from the cache, or if the cache has none, from the API server."""
+        try:
+            return await self.cache.get(PODS, name, namespace)
+        except NotFound:
+            pass
+        try:
+            return await self.client.get(PODS, name, namespace)
+        except NotFound:
+            return None
+
+    async def sync(self, claim: Obj) -> Result:
+        ns, pod_name = namespace_of(claim), str(spec_of(claim).get("podName"))
+        pod = await self._current_pod(ns, pod_name)
+        if pod is None:
+            return await self.lost(claim, pod_name)
+        node = node_of(pod)
+        if node and spec_of(claim).get("nodeName") != node:
+            await self.client.patch(CNCLAIMS, name_of(claim), {"spec": {"nodeName": node}}, ns)
+        await set_status(self.client, CNCLAIMS, claim, {
+            "phase": ClaimPhase.BOUND,
+            "boundTime": status_of(claim).get("boundTime") or now_rfc3339()})
+        return Result.done()
+
+    async def lost(self, claim: Obj, pod_name: str) -> Result:
+        """The bound Pod is gone: clear the spec, then say Lost (bug 3). The spec write's
+        own event reconciles the claim again, which binds a new Pod."""
+        await self.client.patch(CNCLAIMS, name_of(claim), {"spec": {
+            "podName": None, "nodeName": None}}, namespace_of(claim))
+        await set_status(self.client, CNCLAIMS, claim,
+                         {"phase": ClaimPhase.LOST, "boundTime": None})
+        self.events.event(claim, "Warning", "PodLost",
+                          f"Pod {pod_name} is gone; binding another")
+        return Result.done()
+
+    # -- migration ---------------------------------------------------------------------------
+
+    async def migrate(self, claim: Obj) -> Result:
+        ns, name, source = namespace_of(claim), name_of(claim), source_pod(claim)
+        current = str(spec_of(claim).get("podName") or "")
+        if not current or current == source:
+            pod = await self.bind(claim, avoid=source)
+            if pod is None:
+                return Result.done()  # an Idle Pod of the pool maps to this claim
+            await self._record_binding(claim, pod)
+            self.events.event(claim, "Normal", "Migrating",
+                              f"moving from Pod {source} to Pod {name_of(pod)}")
+            return Result.done()
+        if await self._current_pod(ns, current) is None:  # the new Pod died mid-way
+            await self.client.patch(CNCLAIMS, name, {"spec": {
+                "podName": None, "nodeName": None}}, ns)
+            return Result.done()
+        old = await self._current_pod(ns, source)
+        if old is not None:
+            sessions = connections(old)
+            if sessions > 0:
+                await set_status(self.client, CNCLAIMS, claim,
+                                 {"migrate": {"source": {"connections": sessions}}})
+                return Result.done()  # the source Pod's next change maps here (sourcePod index)
+            if claimed_by(old) == name:
+                await release(self.client, old, name)
+        await self.client.patch(CNCLAIMS, name, {"spec": {"sourcePod": None}}, ns)
+        await set_status(self.client, CNCLAIMS, claim, {"migrate": None})
+        self.events.event(claim, "Normal", "Migrated",
+                          f"moved from Pod {source} to Pod {current}")
+        return Result.done()
+
+    # -- deletion ----------------------------------------------------------------------------
+
+    async def cleanup(self, claim: Obj) -> CleanupResult[Result]:
+        """Release this claim's Pods, then report done (bug 1: never "not done" forever).
+
+        Which Pods are ours is read from the API server, not the cache: a Pod
+        bound a moment ago may not be cached yet, and a finalizer removed on
+        that stale read would leave it claimed by nobody.
+        """
+        ns, name = namespace_of(claim), name_of(claim)
+        listed = await self.client.list(PODS, ns, label_selector=f"{CLAIMED_BY_LABEL}={name}")
+        pods: dict[str, Obj] = {name_of(p): p for p in listed.get("items") or ()}
+        for named in (str(spec_of(claim).get("podName") or ""), source_pod(claim)):
+            if named and named not in pods:  # ours by spec, whatever its label says
+                pod = await self._current_pod(ns, named)
+                if pod is not None and not claimed_by(pod):
+                    pods[named] = pod
+        released, unlabelled = [], []
+        for pod_name, pod in sorted(pods.items()):
+            if deleting(pod):
+                continue
+            if await self._named_by_another(pod, name):
+                await drop_claim_label(self.client, pod, name)  # it is another claim's now
+                unlabelled.append(pod_name)
+            else:
+                await release(self.client, pod, name)
+                released.append(pod_name)
+        if released or unlabelled:
+            logger.info("claim %s/%s deleted: released %s; dropped a stale label from %s",
+                        ns, name, released or "none", unlabelled or "none")
+        return CleanupDone(Result.done())

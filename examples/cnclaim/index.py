@@ -1,0 +1,113 @@
+"""Which claims a Pod event concerns, answered from the cache's indexes (INCIDENTS.md #1, bug 4).
+
+A Pod event reconciles:
+  * the claim its ``claimed-by`` label names;
+  * every claim whose ``spec.podName`` or ``spec.sourcePod.podName`` names
+    it, found through a field index: once the label is gone (released as
+    stale, or removed by hand) a Pod's deletion still reaches the claim
+    bound to it, without listing every claim on every Pod event;
+  * for an Idle Pod that can be bound: the claims of its pool waiting for one.
+
+Every lookup costs O(matches), independent of the number of claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from reconcilekit import Cache, Informer, Request
+
+from .resources import (
+    CNCLAIMS,
+    POOL_LABEL,
+    bindable,
+    claimed_by,
+    deleting,
+    labels,
+    name_of,
+    namespace_of,
+    source_pod,
+    spec_of,
+)
+
+__all__ = ["POD_NAME_FIELD", "SOURCE_POD_FIELD", "ClaimIndex"]
+
+Obj = Mapping[str, Any]
+
+POD_NAME_FIELD: Final = "spec.podName"
+SOURCE_POD_FIELD: Final = "spec.sourcePod.podName"
+_NAMES_POD: Final = "cnclaim/names-pod"
+_WAITING: Final = "cnclaim/waiting-in-pool"
+_ANY_POOL: Final = "*"
+
+
+def pod_name_of(claim: Obj) -> list[str]:
+    pod = str(spec_of(claim).get("podName") or "")
+    return [pod] if pod else []
+
+
+def source_pod_of(claim: Obj) -> list[str]:
+    pod = source_pod(claim)
+    return [pod] if pod else []
+
+
+def pods_named(claim: Obj) -> list[str]:
+    return sorted({*pod_name_of(claim), *source_pod_of(claim)})
+
+
+def waiting_pool(claim: Obj) -> list[str]:
+    """The pool a claim waits in for an Idle Pod: it has none, or migrates off the one it has."""
+    if deleting(claim):
+        return []
+    spec = spec_of(claim)
+    pod = str(spec.get("podName") or "")
+    if pod and pod != source_pod(claim):
+        return []
+    return [str(spec.get("poolName") or "") or _ANY_POOL]
+
+
+class ClaimIndex:
+    """The claim cache's indexes, for reconcilers (async) and for the Pod event mapper (sync).
+
+    Reconcilers ask through ``cache.list(CNCLAIMS, ns, field=...)`` over the
+    field indexes ``spec.podName`` and ``spec.sourcePod.podName`` registered
+    with ``cache.index_field``. A mapper cannot await (reconcilekit calls it
+    inside the informer's event dispatch) and ``Cache.list`` is async, so
+    :meth:`pod_to_claims` reads indexes of its own on the claim informer's
+    store, built from the same functions.
+    """
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        cache.index_field(CNCLAIMS, POD_NAME_FIELD, pod_name_of)
+        cache.index_field(CNCLAIMS, SOURCE_POD_FIELD, source_pod_of)
+        self._informer: Informer = cache.informer_for(CNCLAIMS)
+        self._informer.add_index(_NAMES_POD, pods_named)
+        self._informer.add_index(_WAITING, waiting_pool)
+
+    async def claims_naming(self, namespace: str, pod: str) -> list[dict[str, Any]]:
+        """Claims whose ``spec.podName`` or ``spec.sourcePod.podName`` is ``pod``."""
+        found: dict[str, dict[str, Any]] = {}
+        for field in (POD_NAME_FIELD, SOURCE_POD_FIELD):
+            for claim in await self.cache.list(CNCLAIMS, namespace, field=(field, pod)):
+                found[name_of(claim)] = claim
+        return [found[k] for k in sorted(found)]
+
+    def _keys(self, index: str, value: str, namespace: str) -> Iterable[Request]:
+        for key in self._informer.store.index_keys(index, value):
+            if key.namespace == namespace:
+                yield Request(key.namespace, key.name)
+
+    def pod_to_claims(self, pod: Obj) -> list[Request]:
+        """The claims to reconcile for an event of ``pod`` (see the module docstring)."""
+        namespace, name = namespace_of(pod), name_of(pod)
+        requests = set(self._keys(_NAMES_POD, name, namespace))
+        owner = claimed_by(pod)
+        if owner:
+            requests.add(Request(namespace, owner))
+        pool = labels(pod).get(POOL_LABEL, "")
+        if pool and bindable(pod):
+            requests.update(self._keys(_WAITING, pool, namespace))
+            requests.update(self._keys(_WAITING, _ANY_POOL, namespace))
+        return sorted(requests)

@@ -1,0 +1,152 @@
+"""Wiring: one Manager running the CNPool, CNClaim and CNClaimSet controllers; CRD install.
+
+Each reconcilekit part where a real operator would use it:
+
+* ``Manager``: one client, one shared cache, the three controllers, leader
+  election on a Lease, ``/metrics``, ``/healthz`` and ``/readyz``;
+* ``ControllerBuilder``: ``for_`` each kind, ``owns`` (a set's claims),
+  ``watches`` with mappers (Pods to their pool, Pods to their claims);
+* ``Cache``: every read of a reconcile, label selectors, field indexes on
+  ``spec.podName`` and ``spec.sourcePod.podName``, ``has_seen_own_write``;
+* ``Expectations`` with timeouts: the pools' Pods and the sets' claims;
+* ``finalize``: the claim finalizer, whose cleanup releases Pods;
+* the controllers' rate-limited queues: every reconcile that fails is
+  retried with per-key backoff (a 409 lost race, a Forbidden, a dropped
+  connection);
+* ``EventRecorder``: ``Bound``, ``PodLost``, ``Migrating``, ... on claims.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import yaml
+
+from reconcilekit import AlreadyExists, Client, Forbidden, Manager, NotFound
+
+from .claim import ClaimReconciler
+from .claimset import ClaimSetReconciler, claimset_expectations_handler
+from .index import ClaimIndex
+from .pool import PoolReconciler, pod_to_pool, pool_expectations_handler
+from .resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS, CRDS, PODS
+
+__all__ = ["MANIFESTS", "OperatorOptions", "build_operator", "install_crds", "load_crds"]
+
+logger = logging.getLogger("examples.cnclaim")
+
+MANIFESTS: Final = Path(__file__).resolve().parent / "manifests"
+LEASE_NAME: Final = "cnclaim-operator"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OperatorOptions:
+    """How the operator runs.
+
+    ``namespace``: watch one namespace (None: all). ``workers``: concurrent
+    reconciles per controller. ``leader_election``: hold the Lease
+    ``cnclaim-operator`` in ``leader_election_namespace`` (default: the
+    watched namespace, else ``default``) before reconciling. ``http_addr``:
+    where ``/metrics``, ``/healthz`` and ``/readyz`` are served (None: not
+    at all). ``simulated_nodes``: see :class:`~examples.cnclaim.pool.PoolReconciler`
+    (0 on a cluster). ``expectations_timeout``: seconds after which a
+    creation or deletion never seen in the cache stops holding back its owner.
+    """
+
+    namespace: str | None = None
+    workers: int = 2
+    leader_election: bool = False
+    leader_election_namespace: str | None = None
+    http_addr: str | None = ":8080"
+    simulated_nodes: int = 0
+    expectations_timeout: float = 30.0
+
+
+def build_operator(client: Client, options: OperatorOptions = OperatorOptions()) -> Manager:
+    """A Manager with the three controllers, ready to ``run()`` or ``serve()``."""
+    if options.workers < 1:
+        raise ValueError(f"workers must be >= 1, got {options.workers}")
+    manager = Manager(client, name="cnclaim-operator", namespace=options.namespace,
+                      http_addr=options.http_addr, leader_election=options.leader_election,
+                      leader_election_id=LEASE_NAME,
+                      leader_election_namespace=options.leader_election_namespace)
+    cache, events = manager.cache, manager.events
+    index = ClaimIndex(cache)
+    pool_expectations = manager.expectations("cnpool", timeout=options.expectations_timeout)
+    set_expectations = manager.expectations("cnclaimset", timeout=options.expectations_timeout)
+    cache.add_handler(PODS, pool_expectations_handler(pool_expectations))
+    cache.add_handler(CNCLAIMS, claimset_expectations_handler(set_expectations))
+    workers = options.workers
+
+    (manager.controller().named("cnpool")
+        .for_(CNPOOLS)
+        .watches(PODS, pod_to_pool)
+        .with_options(max_concurrent_reconciles=workers)
+        .complete(PoolReconciler(client, cache, index, events, pool_expectations,
+                                 simulated_nodes=options.simulated_nodes)))
+    (manager.controller().named("cnclaim")
+        .for_(CNCLAIMS)
+        .watches(PODS, index.pod_to_claims)
+        .with_options(max_concurrent_reconciles=workers)
+        .complete(ClaimReconciler(client, cache, index, events)))
+    (manager.controller().named("cnclaimset")
+        .for_(CNCLAIMSETS)
+        .owns(CNCLAIMS)
+        .with_options(max_concurrent_reconciles=workers)
+        .complete(ClaimSetReconciler(client, cache, events, set_expectations)))
+    return manager
+
+
+def load_crds() -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions of ``manifests/crds.yaml``."""
+    text = (MANIFESTS / "crds.yaml").read_text()
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+class CRDInstallError(RuntimeError):
+    """The CRDs are missing and could not be installed."""
+
+
+async def install_crds(client: Client, *, wait_seconds: float = 60.0) -> list[str]:
+    """Create each CRD that is missing and wait until all are Established; the names created.
+
+    Raises :class:`CRDInstallError` with what to do when this account may
+    not read or create CRDs (the Deployment's service account may not: apply
+    ``manifests/crds.yaml`` with kubectl instead).
+    """
+    created = []
+    crds = load_crds()
+    try:
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            try:
+                await client.get(CRDS, name)
+                continue
+            except NotFound:
+                pass
+            try:
+                await client.create(CRDS, crd)
+                created.append(name)
+                logger.info("installed CRD %s", name)
+            except AlreadyExists:
+                pass
+        with anyio.fail_after(wait_seconds):
+            for crd in crds:
+                name = crd["metadata"]["name"]
+                while not _established(await client.get(CRDS, name)):  # noqa: ASYNC110 (polling)
+                    await anyio.sleep(0.1)
+    except Forbidden as err:
+        raise CRDInstallError(
+            f"cannot install the CRDs ({err}); apply them as a cluster admin: "
+            f"kubectl apply -f {MANIFESTS / 'crds.yaml'}") from None
+    except TimeoutError:
+        raise CRDInstallError(f"the CRDs were not Established within {wait_seconds:g}s") from None
+    return created
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or ())
