@@ -89,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
                              "cluster, none without one)")
     parser.add_argument("--workers", metavar="N", type=_positive_int, default=2,
                         help="concurrent reconciles per controller (default 2)")
+    parser.add_argument("--simulated-nodes", metavar="N", type=int, default=0,
+                        help="with --kubeconfig to an API server with no scheduler or kubelet "
+                             "(python -m reconcilekit.testing): place Pods on N simulated "
+                             "nodes and mark them Running (default 0: the cluster does it)")
     parser.add_argument("--step-timeout", metavar="SECONDS", type=_positive_seconds,
                         help="how long each scenario step may take to converge (default 20, "
                              "120 on a cluster, where Pods must start)")
@@ -105,6 +109,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     on_cluster = bool(args.kubeconfig or args.in_cluster)
     if args.scenario and not on_cluster:
         parser.error("--scenario goes with --kubeconfig (without it the scenario always plays)")
+    if args.simulated_nodes < 0:
+        parser.error(f"--simulated-nodes must be 0 or more, got {args.simulated_nodes}")
+    if args.simulated_nodes and not on_cluster:
+        parser.error("--simulated-nodes goes with --kubeconfig (the demo always simulates)")
     if args.kubeconfig and not os.path.isfile(args.kubeconfig):
         parser.error(f"--kubeconfig {args.kubeconfig}: no such file")
     return args
@@ -133,7 +141,7 @@ async def _run(args: argparse.Namespace, progress: Progress) -> int:
         options = OperatorOptions(
             namespace=args.namespace, workers=args.workers, leader_election=args.leader_elect,
             leader_election_namespace=args.leader_elect_namespace,
-            http_addr=args.metrics_addr or ":8080")
+            http_addr=args.metrics_addr or ":8080", simulated_nodes=args.simulated_nodes)
         manager = build_operator(client, options)
         if args.scenario:
             await play_with_operator(client, manager, args.namespace or "default",

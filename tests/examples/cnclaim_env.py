@@ -1,0 +1,168 @@
+"""Helpers for the CNClaim example's tests: run the operator, make Pods and claims, wait.
+
+Pods stand in for what a pool or another tool provisions. On the in-process
+API server (no scheduler, no kubelet) a helper writes what those would:
+``spec.nodeName`` and ``status.phase: Running``; on a real cluster the Pod
+runs a pause container and the helper waits for it to run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+
+from examples.cnclaim import OperatorOptions, build_operator
+from examples.cnclaim.resources import (
+    CLAIMED_BY_LABEL,
+    CNCLAIMS,
+    PHASE_LABEL,
+    PODS,
+    POOL_LABEL,
+    claim_phase,
+    claimed_by,
+    name_of,
+    spec_of,
+)
+from reconcilekit import Client, EventHandler, Informer, Manager, NotFound
+from reconcilekit.testing import Cluster
+
+T = TypeVar("T")
+Obj = dict[str, Any]
+POD_SPEC: dict[str, Any] = {
+    "containers": [{"name": "cn", "image": "registry.k8s.io/pause:3.9"}],
+    "terminationGracePeriodSeconds": 0,
+}
+
+
+async def eventually(check: Callable[[], Awaitable[T]], within: float = 10.0,
+                     what: str = "condition") -> T:
+    """Poll ``check`` until it returns something truthy; fail naming the last value."""
+    last: Any = None
+    with anyio.move_on_after(within):
+        while True:
+            last = await check()
+            if last:
+                return last
+            await asyncio.sleep(0.02)
+    raise AssertionError(f"{what} not reached within {within}s; last: {last!r}")
+
+
+@asynccontextmanager
+async def running_operator(cluster: Cluster, client: Client, *, workers: int = 2,
+                           **options: Any) -> AsyncIterator[Manager]:
+    """The operator running on ``client`` in the cluster's namespace until the block ends."""
+    manager = build_operator(client, OperatorOptions(
+        namespace=cluster.namespace, workers=workers, http_addr=None,
+        simulated_nodes=3 if cluster.in_process else 0, **options))
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        await eventually(lambda: _ready(manager), what="operator ready")
+        try:
+            yield manager
+        finally:
+            manager.stop()
+
+
+async def _ready(manager: Manager) -> bool:
+    return manager.ready()[0]
+
+
+async def idle_pod(cluster: Cluster, client: Client, pool: str, *, node: str = "node-0",
+                   extra_labels: dict[str, str] | None = None) -> Obj:
+    """An Idle, running CN Pod labelled with ``pool`` (as if another tool provisioned it)."""
+    spec = dict(POD_SPEC, nodeName=node) if cluster.in_process else dict(POD_SPEC)
+    pod = await client.create(PODS, {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": f"{pool}-", "labels": {
+            POOL_LABEL: pool, PHASE_LABEL: "Idle", **(extra_labels or {})}},
+        "spec": spec}, cluster.namespace)
+    if cluster.in_process:
+        return await client.patch_status(PODS, name_of(pod), {"status": {"phase": "Running"}},
+                                         cluster.namespace)
+
+    async def running() -> Obj | None:
+        got = await client.get(PODS, name_of(pod), cluster.namespace)
+        return got if (got.get("status") or {}).get("phase") == "Running" else None
+
+    return await eventually(running, within=120, what=f"Pod {name_of(pod)} Running")
+
+
+async def new_claim(cluster: Cluster, client: Client, name: str, pool: str,
+                    **spec: Any) -> Obj:
+    return await client.create(CNCLAIMS, {
+        "apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
+        "metadata": {"name": name}, "spec": {"poolName": pool, **spec}}, cluster.namespace)
+
+
+async def get_or_none(client: Client, resource: Any, name: str, namespace: str) -> Obj | None:
+    try:
+        return await client.get(resource, name, namespace)
+    except NotFound:
+        return None
+
+
+async def bound_to(client: Client, namespace: str, claim: str) -> str:
+    """The Pod ``claim`` is Bound to, with the Pod labelled as claimed by it ("" if not)."""
+    got = await get_or_none(client, CNCLAIMS, claim, namespace)
+    if got is None or claim_phase(got) != "Bound":
+        return ""
+    pod_name = str(spec_of(got).get("podName") or "")
+    pod = await get_or_none(client, PODS, pod_name, namespace) if pod_name else None
+    return pod_name if pod is not None and claimed_by(pod) == claim else ""
+
+
+class Watchdog:
+    """Watches claims and Pods; records every violation of "one Pod, at most one claim".
+
+    ``claims_by_pod`` is checked on every claim event against the claims as
+    the watch shows them; a Pod's ``claimed-by`` label must never go from one
+    claim straight to another. ``history`` keeps each claim's observed
+    (phase, podName, nodeName) states in order.
+    """
+
+    def __init__(self, client: Client, namespace: str) -> None:
+        self.violations: list[str] = []
+        self.history: defaultdict[str, list[tuple[str, str, str]]] = defaultdict(list)
+        self._claims = Informer(client, CNCLAIMS, namespace=namespace)
+        self._pods = Informer(client, PODS, namespace=namespace)
+        self._claims.add_handler(EventHandler(self._on_claim, lambda _, c: self._on_claim(c)))
+        self._pods.add_handler(EventHandler(on_update=self._on_pod))
+
+    def _on_claim(self, claim: Obj) -> None:
+        state = (claim_phase(claim), str(spec_of(claim).get("podName") or ""),
+                 str(spec_of(claim).get("nodeName") or ""))
+        states = self.history[name_of(claim)]
+        if not states or states[-1] != state:
+            states.append(state)
+        holders: dict[str, str] = {}
+        for other in self._claims.store.list():
+            pod = str(spec_of(other).get("podName") or "")
+            if pod and pod in holders:
+                self.violations.append(f"{pod} named by {holders[pod]} and {name_of(other)}")
+            holders[pod] = name_of(other)
+
+    def _on_pod(self, old: Obj, new: Obj) -> None:
+        before, after = claimed_by(old), claimed_by(new)
+        if before and after and before != after:
+            self.violations.append(f"{name_of(new)}: claimed-by {before} -> {after}")
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Watchdog]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._claims.run)
+            tg.start_soon(self._pods.run)
+            await self._claims.synced.wait()
+            await self._pods.synced.wait()
+            try:
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
+
+
+__all__ = ["CLAIMED_BY_LABEL", "Watchdog", "bound_to", "eventually", "get_or_none", "idle_pod",
+           "new_claim", "running_operator"]
