@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 import anyio
 import anyio.abc
 
@@ -10,6 +12,8 @@ from reconcilekit import CacheSyncTimeout, Client, LeadershipLost, Manager
 from .scenario import Progress, Scenario, render_tables
 
 __all__ = ["OperatorFailed", "play_with_operator"]
+
+_STARTUP_TIMEOUT: Final = 60.0
 
 
 class OperatorFailed(RuntimeError):
@@ -20,7 +24,8 @@ async def play_with_operator(client: Client, manager: Manager, namespace: str, *
                              step_timeout: float, progress: Progress) -> None:
     """Start ``manager``, play the scenario in ``namespace``, print the tables, stop.
 
-    Raises :class:`~examples.cnclaim.scenario.StepFailed` or :class:`OperatorFailed`.
+    Raises :class:`~examples.cnclaim.scenario.StepFailed` or :class:`OperatorFailed`
+    (never wrapped in an exception group).
     """
     failures: list[BaseException] = []
     scenario = Scenario(client, namespace, progress, step_timeout=step_timeout)
@@ -30,24 +35,30 @@ async def play_with_operator(client: Client, manager: Manager, namespace: str, *
             try:
                 await manager.run(task_status=task_status)
             except (CacheSyncTimeout, LeadershipLost) as err:
-                failures.append(err)
+                failures.append(OperatorFailed(str(err)))
                 tg.cancel_scope.cancel()
 
         await tg.start(operate)
         try:
-            with anyio.fail_after(step_timeout):
-                while not manager.ready()[0]:  # noqa: ASYNC110 (no event to wait on)
-                    await anyio.sleep(0.02)
+            await _started(manager)
             leader = " (leader election on: holding the Lease)" if manager.elector else ""
             progress.line(f"operator running{leader}: controllers "
                           + ", ".join(c.name for c in manager.controllers) + ", caches synced")
             await scenario.play()
             progress.text("\n" + await render_tables(client, namespace))
-        except TimeoutError:
-            if not failures:
-                raise OperatorFailed(
-                    f"the operator's caches did not sync within {step_timeout:g}s") from None
+        except Exception as err:  # raised below, outside the task group
+            failures.append(err)
         finally:
             manager.stop()
     if failures:
-        raise OperatorFailed(str(failures[0]))
+        raise failures[0]
+
+
+async def _started(manager: Manager) -> None:
+    try:
+        with anyio.fail_after(_STARTUP_TIMEOUT):
+            while not manager.ready()[0]:  # noqa: ASYNC110 (no event to wait on)
+                await anyio.sleep(0.02)
+    except TimeoutError:
+        raise OperatorFailed(f"the operator was not ready within {_STARTUP_TIMEOUT:g}s "
+                             f"({manager.ready()[1]})") from None

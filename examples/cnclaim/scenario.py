@@ -168,13 +168,18 @@ class Scenario:
         informer = Informer(self.client, CNCLAIMS, namespace=self.namespace)
         informer.add_handler(EventHandler(on_add=self._observe,
                                           on_update=lambda _, new: self._observe(new)))
+        failure: Exception | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(informer.run)
             await informer.synced.wait()
             try:
                 await self._play()
+            except Exception as err:  # raised below: a task group would wrap it in a group
+                failure = err
             finally:
                 tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     def _observe(self, claim: Obj) -> None:
         seen = _Seen(claim_phase(claim), str(spec_of(claim).get("podName") or ""),

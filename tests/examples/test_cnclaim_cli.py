@@ -1,0 +1,131 @@
+"""``python -m examples.cnclaim``: the demo, the cluster mode, and argument errors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from examples.cnclaim.resources import CNCLAIMS, CNPOOLS
+from reconcilekit import Client
+from reconcilekit.testing import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _run(*args: str, limit: float = 60.0) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "examples.cnclaim", *args, cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with anyio.fail_after(limit):
+            out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_the_demo_plays_every_step_and_exits_zero() -> None:
+    code, out, err = await _run()
+    assert code == 0, out + err
+    steps = re.findall(r"^\[ *\d+\.\d\ds\] step (\d): ", out, re.MULTILINE)
+    assert steps == [str(i) for i in range(1, 9)], out
+    assert "went Lost (spec.podName and spec.nodeName cleared), then bound" in out
+    assert "the migrating" in out and "kept" in out
+    for header in ("POOL  REPLICAS  IDLE  BOUND  DRAINING", "CLAIM  PHASE", "POD  "):
+        assert header in out, out
+    assert "Traceback" not in err
+
+
+async def test_a_step_that_does_not_converge_exits_one_naming_it() -> None:
+    code, _, err = await _run("--step-timeout", "0.001")
+    assert code == 1
+    assert re.search(r"^error: step 1 \(6 Idle Pods running\) did not converge within "
+                     r"0.001s; last seen: ", err, re.MULTILINE), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--workers", "0"], "--workers: must be at least 1, got 0"),
+    (["--workers", "many"], "--workers: expected a whole number, got 'many'"),
+    (["--metrics-addr", "8080"], "--metrics-addr: expected HOST:PORT or :PORT"),
+    (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
+    (["--scenario"], "--scenario goes with --kubeconfig"),
+    (["--kubeconfig", "x", "--in-cluster"], "not allowed with argument"),
+    (["--step-timeout", "-1"], "--step-timeout: must be more than 0 seconds"),
+])
+async def test_argument_errors_are_one_clear_line_and_status_two(args: list[str],
+                                                                 message: str) -> None:
+    code, _, err = await _run(*args, limit=30)
+    assert code == 2
+    assert message in err and "Traceback" not in err, err
+
+
+def _kubeconfig(apiserver: Cluster, tmp_path: Path) -> Path:
+    if apiserver.server is not None:
+        return apiserver.server.write_kubeconfig(tmp_path / "kubeconfig")
+    assert apiserver.kubeconfig_path is not None
+    return apiserver.kubeconfig_path
+
+
+def _cluster_args(apiserver: Cluster, tmp_path: Path) -> list[str]:
+    args = ["--kubeconfig", str(_kubeconfig(apiserver, tmp_path)),
+            "--namespace", apiserver.namespace, "--metrics-addr", "127.0.0.1:0"]
+    return args + (["--simulated-nodes", "3"] if apiserver.in_process else [])
+
+
+async def test_kubeconfig_scenario_installs_the_crds_and_plays_there(apiserver: Cluster,
+                                                                     tmp_path: Path) -> None:
+    code, out, err = await _run(*_cluster_args(apiserver, tmp_path), "--scenario",
+                                "--leader-elect", limit=120 if apiserver.in_process else 600)
+    assert code == 0, out + err
+    assert "step 8: delete CNClaimSet web" in out and "Traceback" not in err
+    async with Client(apiserver.configuration) as client:
+        pools = await client.list(CNPOOLS, apiserver.namespace)  # the CRDs are installed
+        assert [p["metadata"]["name"] for p in pools["items"]] == ["demo"]
+
+
+async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
+        apiserver: Cluster, tmp_path: Path) -> None:
+    """No CNPool object: Idle Pods labelled with the pool (provisioned by another tool)
+    are bound all the same. SIGTERM ends the operator with status 0."""
+    from cnclaim_env import bound_to, eventually, idle_pod, new_claim
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "examples.cnclaim", *_cluster_args(apiserver, tmp_path),
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "POD_NAMESPACE": apiserver.namespace})
+    try:
+        assert proc.stderr is not None
+        log: list[str] = []
+        with anyio.fail_after(60):
+            while "started 3 controller(s)" not in (log[-1] if log else ""):
+                line = (await proc.stderr.readline()).decode()
+                assert line, "".join(log)
+                log.append(line)
+        async with Client(apiserver.configuration) as client:
+            pod = await idle_pod(apiserver, client, "preprovisioned")
+            await new_claim(apiserver, client, "bare", "preprovisioned")
+            assert await eventually(lambda: bound_to(client, apiserver.namespace, "bare"),
+                                    what="the bare claim Bound") == pod["metadata"]["name"]
+            await client.delete(CNCLAIMS, "bare", apiserver.namespace)
+        proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30):
+            rest = (await proc.stderr.read()).decode()
+            code = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert code == 0, "".join(log) + rest
+    assert "Traceback" not in rest
