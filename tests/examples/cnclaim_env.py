@@ -9,15 +9,23 @@ runs a pause container and the helper waits for it to run.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 
-from examples.cnclaim import OperatorOptions, build_operator
-from examples.cnclaim.resources import (
+# ``examples`` is a folder of the repository, not an installed package:
+# ``python -m pytest`` from the root finds it; this makes ``pytest`` find it too.
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from examples.cnclaim import OperatorOptions, build_operator, install_crds  # noqa: E402
+from examples.cnclaim.resources import (  # noqa: E402
     CLAIMED_BY_LABEL,
     CNCLAIMS,
     PHASE_LABEL,
@@ -28,8 +36,8 @@ from examples.cnclaim.resources import (
     name_of,
     spec_of,
 )
-from reconcilekit import Client, EventHandler, Informer, Manager, NotFound
-from reconcilekit.testing import Cluster
+from reconcilekit import Client, EventHandler, Informer, Manager, NotFound  # noqa: E402
+from reconcilekit.testing import Cluster  # noqa: E402
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -37,6 +45,18 @@ POD_SPEC: dict[str, Any] = {
     "containers": [{"name": "cn", "image": "registry.k8s.io/pause:3.9"}],
     "terminationGracePeriodSeconds": 0,
 }
+
+
+@asynccontextmanager
+async def cnclaim_client(cluster: Cluster) -> AsyncIterator[Client]:
+    """A reconcilekit client for the test's API server, with the CNClaim CRDs installed.
+
+    Each test module wraps it in a ``client`` fixture of its own (a conftest.py
+    here would shadow tests/testing's ``conftest`` module, which tests import from).
+    """
+    async with Client(cluster.configuration) as c:
+        await install_crds(c)
+        yield c
 
 
 async def eventually(check: Callable[[], Awaitable[T]], within: float = 10.0,
@@ -164,5 +184,5 @@ class Watchdog:
                 tg.cancel_scope.cancel()
 
 
-__all__ = ["CLAIMED_BY_LABEL", "Watchdog", "bound_to", "eventually", "get_or_none", "idle_pod",
-           "new_claim", "running_operator"]
+__all__ = ["CLAIMED_BY_LABEL", "Watchdog", "bound_to", "cnclaim_client", "eventually",
+           "get_or_none", "idle_pod", "new_claim", "running_operator"]

@@ -7,10 +7,14 @@ and failed as described, and the fix was restored.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import anyio
+import pytest
 from cnclaim_env import (
     Watchdog,
     bound_to,
+    cnclaim_client,
     eventually,
     get_or_none,
     idle_pod,
@@ -40,6 +44,12 @@ from examples.cnclaim.resources import (
 )
 from reconcilekit import Client
 from reconcilekit.testing import Cluster
+
+
+@pytest.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    async with cnclaim_client(apiserver) as c:
+        yield c
 
 
 async def test_bug1_deleting_a_claim_whose_pod_another_claim_holds_completes(

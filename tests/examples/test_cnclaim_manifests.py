@@ -8,14 +8,14 @@ test records every request the operator sends during a whole scenario
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 import pytest
 import yaml
-from cnclaim_env import bound_to, eventually, idle_pod, new_claim, running_operator
+from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
 
 from examples.cnclaim import OperatorOptions, build_operator
 from examples.cnclaim.operator import MANIFESTS, load_crds
@@ -23,6 +23,12 @@ from examples.cnclaim.run import play_with_operator
 from examples.cnclaim.scenario import Progress
 from reconcilekit import Client, RequestRecord
 from reconcilekit.testing import Cluster
+
+
+@pytest.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    async with cnclaim_client(apiserver) as c:
+        yield c
 
 
 def _docs(name: str) -> list[dict[str, Any]]:

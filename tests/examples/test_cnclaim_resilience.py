@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -9,6 +10,7 @@ import pytest
 from cnclaim_env import (
     Watchdog,
     bound_to,
+    cnclaim_client,
     eventually,
     get_or_none,
     idle_pod,
@@ -33,6 +35,12 @@ from examples.cnclaim.resources import (
 )
 from reconcilekit import Client
 from reconcilekit.testing import Cluster
+
+
+@pytest.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    async with cnclaim_client(apiserver) as c:
+        yield c
 
 Obj = dict[str, Any]
 
