@@ -52,16 +52,14 @@ from reconcilekit import (
     finalize,
 )
 
-from .index import ClaimIndex
+from .index import Indexes
 from .pods import drop_claim_label, release, take
 from .resources import (
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,
     CNCLAIMS,
     LAST_OWNER_ANNOTATION,
-    PHASE_LABEL,
     PODS,
-    POOL_LABEL,
     ClaimPhase,
     PodPhase,
     annotations_of,
@@ -71,6 +69,7 @@ from .resources import (
     connections,
     creation_order,
     deleting,
+    labels,
     name_of,
     namespace_of,
     node_of,
@@ -82,7 +81,7 @@ from .resources import (
 )
 from .status import set_status
 
-__all__ = ["ClaimReconciler", "selector_string"]
+__all__ = ["ClaimReconciler", "selector_matches", "selector_string"]
 
 logger = logging.getLogger("examples.cnclaim.claim")
 
@@ -109,10 +108,32 @@ def selector_string(selector: Mapping[str, Any]) -> str:
     return ",".join(parts)
 
 
+def selector_matches(selector: Mapping[str, Any], pod_labels: Mapping[str, str]) -> bool:
+    """Whether labels match a metav1.LabelSelector (matchLabels and matchExpressions)."""
+    if any(pod_labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or ():
+        key, values = str(expr.get("key")), list(expr.get("values") or ())
+        match expr.get("operator"):
+            case "In" if pod_labels.get(key) not in values:
+                return False
+            case "NotIn" if key in pod_labels and pod_labels[key] in values:
+                return False
+            case "Exists" if key not in pod_labels:
+                return False
+            case "DoesNotExist" if key in pod_labels:
+                return False
+            case "In" | "NotIn" | "Exists" | "DoesNotExist":
+                pass
+            case other:
+                raise TerminalError(f"spec.selector: unknown operator {other!r}")
+    return True
+
+
 class ClaimReconciler(Reconciler):
     """Reconciles CNClaims; see the module docstring for the flow."""
 
-    def __init__(self, client: Client, cache: Cache, index: ClaimIndex,
+    def __init__(self, client: Client, cache: Cache, index: Indexes,
                  events: EventRecorder) -> None:
         self.client = client
         self.cache = cache
@@ -140,31 +161,31 @@ class ClaimReconciler(Reconciler):
 
     # -- binding -----------------------------------------------------------------------------
 
-    def _candidate_selector(self, claim: Obj) -> str:
+    async def _candidates(self, claim: Obj) -> list[Obj]:
+        """The pool's (or the selector's) Pods, before any is checked for being bindable."""
         spec = spec_of(claim)
-        pool, selector = str(spec.get("poolName") or ""), spec.get("selector")
+        pool, selector = str(spec.get("poolName") or ""), spec.get("selector") or {}
         if not pool and not selector:
             self.events.event(claim, "Warning", "InvalidSpec",
                               "spec.poolName or spec.selector is required")
             raise TerminalError("spec.poolName or spec.selector is required")
-        parts = [f"{PHASE_LABEL}={PodPhase.IDLE}"]
-        if pool:
-            parts.append(f"{POOL_LABEL}={pool}")
-        if selector:
-            parts.append(selector_string(selector))
-        return ",".join(p for p in parts if p)
+        if not pool:
+            return await self.cache.list(PODS, namespace_of(claim),
+                                         label_selector=selector_string(selector))
+        pods = await self.index.pool_pods(namespace_of(claim), pool)
+        return [p for p in pods if not selector or selector_matches(selector, labels(p))]
 
     async def bind(self, claim: Obj, *, avoid: str = "") -> Obj | None:
         """Take a Pod for ``claim`` (never ``avoid``); the Pod as written, or None."""
         ns, name = namespace_of(claim), name_of(claim)
-        for pod in await self.cache.list(PODS, ns, label_selector=f"{CLAIMED_BY_LABEL}={name}"):
+        for pod in await self.index.pods_claimed_by(ns, name):
             if (name_of(pod) != avoid and pod_phase(pod) == PodPhase.BOUND
                     and not deleting(pod) and not await self._named_by_another(pod, name)):
                 logger.info("adopting Pod %s, already labelled as claimed by %s",
                             name_of(pod), name)
                 return pod
-        idle = await self.cache.list(PODS, ns, label_selector=self._candidate_selector(claim))
-        candidates = [p for p in idle if bindable(p) and name_of(p) != avoid]
+        candidates = [p for p in await self._candidates(claim)
+                      if bindable(p) and name_of(p) != avoid]
         candidates.sort(key=lambda p: (annotations_of(p).get(LAST_OWNER_ANNOTATION) != name,
                                        creation_order(p)))
         for pod in candidates:

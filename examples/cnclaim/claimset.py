@@ -38,6 +38,7 @@ from reconcilekit import (
     Result,
 )
 
+from .index import Indexes
 from .resources import (
     CLAIMSET_LABEL,
     CNCLAIMS,
@@ -102,10 +103,11 @@ def claimset_expectations_handler(expectations: Expectations[Request]) -> EventH
 class ClaimSetReconciler(Reconciler):
     """Reconciles CNClaimSets; see the module docstring for the flow."""
 
-    def __init__(self, client: Client, cache: Cache, events: EventRecorder,
+    def __init__(self, client: Client, cache: Cache, index: Indexes, events: EventRecorder,
                  expectations: Expectations[Request]) -> None:
         self.client = client
         self.cache = cache
+        self.index = index
         self.events = events
         self.expectations = expectations
 
@@ -122,8 +124,7 @@ class ClaimSetReconciler(Reconciler):
             return Result.requeue_after(max(wait, _MIN_REQUEUE))
         uid = uid_of(claimset)
         selector = f"{CLAIMSET_LABEL}={request.name}"
-        active = [c for c in await self.cache.list(CNCLAIMS, request.namespace,
-                                                   label_selector=selector)
+        active = [c for c in await self.index.set_claims(request.namespace, request.name)
                   if not deleting(c) and controller_owner(c, CNCLAIMSETS.kind) == request
                   and any(r.get("uid") == uid for r in c["metadata"]["ownerReferences"])]
         replicas = int(spec_of(claimset).get("replicas") or 0)

@@ -1,4 +1,4 @@
-"""Which claims a Pod event concerns, answered from the cache's indexes (INCIDENTS.md #1, bug 4).
+"""The cache's indexes: which claims a Pod event concerns (INCIDENTS.md #1, bug 4), and more.
 
 A Pod event reconciles:
   * the claim its ``claimed-by`` label names;
@@ -8,18 +8,23 @@ A Pod event reconciles:
     bound to it, without listing every claim on every Pod event;
   * for an Idle Pod that can be bound: the claims of its pool waiting for one.
 
-Every lookup costs O(matches), independent of the number of claims.
+Every lookup costs O(matches), independent of the number of claims. So do
+the reconcilers' reads of a pool's Pods, a claim's Pods and a set's claims,
+through field indexes on the pool label, the claim label and the set label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from reconcilekit import Cache, Informer, Request
 
 from .resources import (
+    CLAIMED_BY_LABEL,
+    CLAIMSET_LABEL,
     CNCLAIMS,
+    PODS,
     POOL_LABEL,
     bindable,
     claimed_by,
@@ -31,12 +36,15 @@ from .resources import (
     spec_of,
 )
 
-__all__ = ["POD_NAME_FIELD", "SOURCE_POD_FIELD", "ClaimIndex"]
+__all__ = ["POD_NAME_FIELD", "SOURCE_POD_FIELD", "Indexes"]
 
 Obj = Mapping[str, Any]
 
 POD_NAME_FIELD: Final = "spec.podName"
 SOURCE_POD_FIELD: Final = "spec.sourcePod.podName"
+_POOL_FIELD: Final = "pool"
+_CLAIMED_BY_FIELD: Final = "claimed-by"
+_CLAIMSET_FIELD: Final = "claimset"
 _NAMES_POD: Final = "cnclaim/names-pod"
 _WAITING: Final = "cnclaim/waiting-in-pool"
 _ANY_POOL: Final = "*"
@@ -56,6 +64,14 @@ def pods_named(claim: Obj) -> list[str]:
     return sorted({*pod_name_of(claim), *source_pod_of(claim)})
 
 
+def _label(name: str) -> Callable[[Obj], list[str]]:
+    def values(obj: Obj) -> list[str]:
+        value = labels(obj).get(name)
+        return [value] if value else []
+
+    return values
+
+
 def waiting_pool(claim: Obj) -> list[str]:
     """The pool a claim waits in for an Idle Pod: it has none, or migrates off the one it has."""
     if deleting(claim):
@@ -67,8 +83,8 @@ def waiting_pool(claim: Obj) -> list[str]:
     return [str(spec.get("poolName") or "") or _ANY_POOL]
 
 
-class ClaimIndex:
-    """The claim cache's indexes, for reconcilers (async) and for the Pod event mapper (sync).
+class Indexes:
+    """The cache's indexes, for reconcilers (async) and for the Pod event mapper (sync).
 
     Reconcilers ask through ``cache.list(CNCLAIMS, ns, field=...)`` over the
     field indexes ``spec.podName`` and ``spec.sourcePod.podName`` registered
@@ -82,6 +98,9 @@ class ClaimIndex:
         self.cache = cache
         cache.index_field(CNCLAIMS, POD_NAME_FIELD, pod_name_of)
         cache.index_field(CNCLAIMS, SOURCE_POD_FIELD, source_pod_of)
+        cache.index_field(CNCLAIMS, _CLAIMSET_FIELD, _label(CLAIMSET_LABEL))
+        cache.index_field(PODS, _POOL_FIELD, _label(POOL_LABEL))
+        cache.index_field(PODS, _CLAIMED_BY_FIELD, _label(CLAIMED_BY_LABEL))
         self._informer: Informer = cache.informer_for(CNCLAIMS)
         self._informer.add_index(_NAMES_POD, pods_named)
         self._informer.add_index(_WAITING, waiting_pool)
@@ -93,6 +112,18 @@ class ClaimIndex:
             for claim in await self.cache.list(CNCLAIMS, namespace, field=(field, pod)):
                 found[name_of(claim)] = claim
         return [found[k] for k in sorted(found)]
+
+    async def pool_pods(self, namespace: str, pool: str) -> list[dict[str, Any]]:
+        """The Pods labelled with ``pool``."""
+        return await self.cache.list(PODS, namespace, field=(_POOL_FIELD, pool))
+
+    async def pods_claimed_by(self, namespace: str, claim: str) -> list[dict[str, Any]]:
+        """The Pods labelled as claimed by ``claim``."""
+        return await self.cache.list(PODS, namespace, field=(_CLAIMED_BY_FIELD, claim))
+
+    async def set_claims(self, namespace: str, claimset: str) -> list[dict[str, Any]]:
+        """The claims labelled as made by ``claimset``."""
+        return await self.cache.list(CNCLAIMS, namespace, field=(_CLAIMSET_FIELD, claimset))
 
     def _keys(self, index: str, value: str, namespace: str) -> Iterable[Request]:
         for key in self._informer.store.index_keys(index, value):

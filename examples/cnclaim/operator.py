@@ -30,7 +30,7 @@ from reconcilekit import AlreadyExists, Client, Forbidden, Manager, NotFound
 
 from .claim import ClaimReconciler
 from .claimset import ClaimSetReconciler, claimset_expectations_handler
-from .index import ClaimIndex
+from .index import Indexes
 from .pool import PoolReconciler, pod_to_pool, pool_expectations_handler
 from .resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS, CRDS, PODS
 
@@ -74,7 +74,7 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions())
                       leader_election_id=LEASE_NAME,
                       leader_election_namespace=options.leader_election_namespace)
     cache, events = manager.cache, manager.events
-    index = ClaimIndex(cache)
+    index = Indexes(cache)
     pool_expectations = manager.expectations("cnpool", timeout=options.expectations_timeout)
     set_expectations = manager.expectations("cnclaimset", timeout=options.expectations_timeout)
     cache.add_handler(PODS, pool_expectations_handler(pool_expectations))
@@ -96,7 +96,7 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions())
         .for_(CNCLAIMSETS)
         .owns(CNCLAIMS)
         .with_options(max_concurrent_reconciles=workers)
-        .complete(ClaimSetReconciler(client, cache, events, set_expectations)))
+        .complete(ClaimSetReconciler(client, cache, index, events, set_expectations)))
     return manager
 
 

@@ -45,7 +45,7 @@ from reconcilekit import (
     Result,
 )
 
-from .index import ClaimIndex
+from .index import Indexes
 from .pods import release
 from .resources import (
     CNCLAIMS,
@@ -112,7 +112,7 @@ class PoolReconciler(Reconciler):
     marked Running through the status subresource. Leave it 0 on a cluster.
     """
 
-    def __init__(self, client: Client, cache: Cache, index: ClaimIndex,
+    def __init__(self, client: Client, cache: Cache, index: Indexes,
                  events: EventRecorder, expectations: Expectations[Request], *,
                  simulated_nodes: int = 0) -> None:
         self.client = client
@@ -134,8 +134,7 @@ class PoolReconciler(Reconciler):
             wait = self.expectations.time_until_expiry(request) or 0.0
             return Result.requeue_after(max(wait, _MIN_REQUEUE))
         replicas = int(spec_of(pool).get("replicas") or 0)
-        pods = [p for p in await self.cache.list(PODS, request.namespace,
-                                                 label_selector=f"{POOL_LABEL}={request.name}")
+        pods = [p for p in await self.index.pool_pods(request.namespace, request.name)
                 if not deleting(p)]
         by_phase = Counter(pod_phase(p) for p in pods)
         if self.simulated_nodes:
@@ -234,19 +233,16 @@ class PoolReconciler(Reconciler):
     async def _release_if_orphaned(self, pool: Obj, pod: Obj) -> None:
         """Release a Bound Pod that no claim holds or names (checked live before writing)."""
         ns, owner = namespace_of(pod), claimed_by(pod)
-        if await self.index.claims_naming(ns, name_of(pod)):
-            return
-        if owner:
-            try:
+        if owner:  # the common case, one cached read: its claim exists
+            with contextlib.suppress(NotFound):
                 await self.cache.get(CNCLAIMS, owner, ns)
                 return
-            except NotFound:
-                pass
-            try:
+        if await self.index.claims_naming(ns, name_of(pod)):
+            return
+        if owner:  # gone from the cache: make sure before writing
+            with contextlib.suppress(NotFound):
                 await self.client.get(CNCLAIMS, owner, ns)
                 return
-            except NotFound:
-                pass
         if await release(self.client, pod, owner) is not None:
             self.events.event(pool, "Normal", "ReleasedOrphan",
                               f"Pod {name_of(pod)} was held by {owner or 'nobody'}, which is "

@@ -226,7 +226,7 @@ async def test_bug4_a_pod_deletion_reaches_its_claim_after_the_label_is_gone(
     """Bug 4: a bound Pod loses its claimed-by label, then is deleted. Its claim
     must hear of it through the spec.podName field index, go Lost and rebind.
 
-    Checked: with ``ClaimIndex.pod_to_claims`` mapping through the label alone
+    Checked: with ``Indexes.pod_to_claims`` mapping through the label alone
     (as the original did), the deletion reconciled nobody, the claim stayed
     Bound to the dead Pod, and this test failed at "c rebound"; restored, it
     passes.

@@ -1,0 +1,81 @@
+"""Which Pod a CNClaim binds: selectors, and the Pod it held last before the oldest."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
+
+from examples.cnclaim.claim import selector_matches
+from examples.cnclaim.resources import (
+    CLAIMED_BY_LABEL,
+    CNCLAIMS,
+    LAST_OWNER_ANNOTATION,
+    PODS,
+    labels,
+    name_of,
+)
+from reconcilekit import Client
+from reconcilekit.testing import Cluster
+
+
+@pytest.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    async with cnclaim_client(apiserver) as c:
+        yield c
+
+
+SELECTOR = {"matchLabels": {"tier": "olap"},
+            "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]},
+                                 {"key": "cordoned", "operator": "DoesNotExist"}]}
+
+
+@pytest.mark.parametrize(("pod_labels", "matches"), [
+    ({"tier": "olap", "zone": "a"}, True),
+    ({"tier": "olap", "zone": "c"}, False),
+    ({"tier": "oltp", "zone": "a"}, False),
+    ({"tier": "olap", "zone": "b", "cordoned": "yes"}, False),
+])
+def test_selector_matches_like_a_label_selector(pod_labels: dict[str, str],
+                                                 matches: bool) -> None:
+    assert selector_matches(SELECTOR, pod_labels) is matches
+
+
+async def test_a_claim_with_a_selector_binds_only_a_matching_pod(apiserver: Cluster,
+                                                                 client: Client) -> None:
+    ns = apiserver.namespace
+    other = await idle_pod(apiserver, client, "p", extra_labels={"tier": "olap", "zone": "c"})
+    wanted = await idle_pod(apiserver, client, "p", extra_labels={"tier": "olap", "zone": "b"})
+    await client.create(CNCLAIMS, {
+        "apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
+        "metadata": {"name": "picky"}, "spec": {"selector": SELECTOR}}, ns)
+    await new_claim(apiserver, client, "pooled", "p", selector=SELECTOR)
+    async with running_operator(apiserver, client):
+        picked = await eventually(lambda: _first_bound(client, ns, ("picky", "pooled")),
+                                  what="one claim Bound")
+        await anyio.sleep(0.2)  # the other claim had its chance at the other Pod
+        assert picked == name_of(wanted)
+        assert CLAIMED_BY_LABEL not in labels(await client.get(PODS, name_of(other), ns))
+
+
+async def _first_bound(client: Client, ns: str, claims: tuple[str, ...]) -> str:
+    for claim in claims:
+        pod = await bound_to(client, ns, claim)
+        if pod:
+            return pod
+    return ""
+
+
+async def test_a_claim_prefers_the_pod_it_held_last_over_the_oldest(apiserver: Cluster,
+                                                                    client: Client) -> None:
+    ns = apiserver.namespace
+    await idle_pod(apiserver, client, "p")  # the oldest
+    held = await idle_pod(apiserver, client, "p", node="node-1")
+    await client.patch(PODS, name_of(held), {"metadata": {"annotations": {
+        LAST_OWNER_ANNOTATION: "returning"}}}, ns)
+    await new_claim(apiserver, client, "returning", "p")
+    async with running_operator(apiserver, client):
+        assert await eventually(lambda: bound_to(client, ns, "returning"),
+                                what="Bound") == name_of(held)
