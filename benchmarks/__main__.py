@@ -47,12 +47,23 @@ def _table(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("|")]
 
 
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
 def _rows(table: list[str]) -> list[tuple[str, str]]:
-    """(measurement, value) from a Markdown table: first and last cells, header skipped."""
+    """(measurement, value) per row of a Markdown table; wider tables name each value."""
+    if len(table) < 3:
+        return []
+    header = _cells(table[0])
     out = []
     for line in table[2:]:
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        out.append((cells[0], cells[-1]))
+        cells = _cells(line)
+        if len(cells) == 2:
+            out.append((cells[0], cells[1]))
+        else:
+            out.append((cells[0], "; ".join(f"{h}: {c}" for h, c in zip(header[1:], cells[1:],
+                                                                          strict=False))))
     return out
 
 
