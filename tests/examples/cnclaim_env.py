@@ -9,23 +9,15 @@ runs a pause container and the helper waits for it to run.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 
-# ``examples`` is a folder of the repository, not an installed package:
-# ``python -m pytest`` from the root finds it; this makes ``pytest`` find it too.
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from examples.cnclaim import OperatorOptions, build_operator, install_crds  # noqa: E402
-from examples.cnclaim.resources import (  # noqa: E402
+from examples.cnclaim import OperatorOptions, build_operator, install_crds
+from examples.cnclaim.resources import (
     CLAIMED_BY_LABEL,
     CNCLAIMS,
     PHASE_LABEL,
@@ -36,8 +28,8 @@ from examples.cnclaim.resources import (  # noqa: E402
     name_of,
     spec_of,
 )
-from reconcilekit import Client, EventHandler, Informer, Manager, NotFound  # noqa: E402
-from reconcilekit.testing import Cluster  # noqa: E402
+from reconcilekit import Client, EventHandler, Informer, Manager, NotFound
+from reconcilekit.testing import Cluster
 
 T = TypeVar("T")
 Obj = dict[str, Any]

@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 
 import anyio
 import pytest
-from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
 
 from examples.cnclaim.claim import selector_matches
 from examples.cnclaim.resources import (
@@ -19,6 +18,8 @@ from examples.cnclaim.resources import (
 )
 from reconcilekit import Client
 from reconcilekit.testing import Cluster
+
+from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
 
 
 @pytest.fixture

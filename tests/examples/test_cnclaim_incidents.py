@@ -11,16 +11,6 @@ from collections.abc import AsyncIterator
 
 import anyio
 import pytest
-from cnclaim_env import (
-    Watchdog,
-    bound_to,
-    cnclaim_client,
-    eventually,
-    get_or_none,
-    idle_pod,
-    new_claim,
-    running_operator,
-)
 
 from examples.cnclaim.claimset import scale_in_order
 from examples.cnclaim.resources import (
@@ -44,6 +34,17 @@ from examples.cnclaim.resources import (
 )
 from reconcilekit import Client
 from reconcilekit.testing import Cluster
+
+from cnclaim_env import (
+    Watchdog,
+    bound_to,
+    cnclaim_client,
+    eventually,
+    get_or_none,
+    idle_pod,
+    new_claim,
+    running_operator,
+)
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import anyio
 import anyio.lowlevel
 import pytest
 import yaml
-from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
 
 from examples.cnclaim import OperatorOptions, build_operator
 from examples.cnclaim.operator import MANIFESTS, load_crds
@@ -23,6 +22,8 @@ from examples.cnclaim.run import play_with_operator
 from examples.cnclaim.scenario import Progress
 from reconcilekit import Client, RequestRecord
 from reconcilekit.testing import Cluster
+
+from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
 
 
 @pytest.fixture

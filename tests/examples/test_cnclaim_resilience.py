@@ -7,16 +7,6 @@ from typing import Any
 
 import anyio
 import pytest
-from cnclaim_env import (
-    Watchdog,
-    bound_to,
-    cnclaim_client,
-    eventually,
-    get_or_none,
-    idle_pod,
-    new_claim,
-    running_operator,
-)
 
 from examples.cnclaim.resources import (
     CLAIMED_BY_LABEL,
@@ -35,6 +25,17 @@ from examples.cnclaim.resources import (
 )
 from reconcilekit import Client
 from reconcilekit.testing import Cluster
+
+from cnclaim_env import (
+    Watchdog,
+    bound_to,
+    cnclaim_client,
+    eventually,
+    get_or_none,
+    idle_pod,
+    new_claim,
+    running_operator,
+)
 
 
 @pytest.fixture
