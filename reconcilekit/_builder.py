@@ -62,7 +62,8 @@ class ControllerBuilder:
         """Reconcile what ``mapper(obj)`` returns for events of ``resource``.
 
         Stands for ``controller.watch(resource, mapper, predicates=..., metadata=...)``;
-        the mapper may read the manager's cache and its field indexes.
+        the mapper is synchronous and may read the manager's cache and its
+        field indexes with :meth:`Cache.lookup`.
         """
         self._watches.append((resource, mapper, predicates, metadata))
         return self

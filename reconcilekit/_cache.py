@@ -49,6 +49,8 @@ __all__ = ["Cache", "CacheSyncTimeout"]
 
 _SYSTEM_CLOCK: Final = SystemClock()
 Obj = dict[str, Any]
+Objs = list[Obj]  # spelled here: the class below has a method named ``list``
+Keys = list[ObjectKey]
 _FIELD_PREFIX = "field:"
 
 
@@ -188,10 +190,53 @@ class Cache:
         return obj
 
     async def list(self, resource: Resource, namespace: str | None = None, *,
-                   label_selector: str | LabelSelector | None = None,
-                   field: tuple[str, str] | None = None, metadata: bool = False) -> list[Obj]:
-        """Cached objects, sorted by namespace/name, filtered by namespace, labels and field."""
+                   label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+                   field: tuple[str, str] | None = None, metadata: bool = False) -> Objs:
+        """Cached objects, sorted by namespace/name, filtered by namespace, labels and field.
+
+        ``label_selector`` is a selector string (``"app=web,tier!=db"``), a
+        metav1.LabelSelector dict (``matchLabels``/``matchExpressions``) or a
+        :class:`LabelSelector`. A field lookup costs O(matches); a label
+        selector filters the namespace's objects (index a label with
+        :meth:`index_field` when that is too many).
+        """
         informer = await self._synced(resource, metadata)
+        return self._read(informer, namespace, label_selector, field)
+
+    def lookup(self, resource: Resource, namespace: str | None = None, *,
+               label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+               field: tuple[str, str] | None = None, metadata: bool = False) -> Objs:
+        """:meth:`list` without waiting, for mappers (which are synchronous).
+
+        Answers from what the informer holds now: before it has synced that
+        may be less than the server has (a mapper then sees the rest as their
+        events arrive). Raises RuntimeError if no informer of ``resource``
+        exists (register it, e.g. with :meth:`index_field` or a watch, first).
+        """
+        informer = self._informers.get(_InformerKey(resource, metadata))
+        if informer is None:
+            raise RuntimeError(f"no informer for {resource} in this cache: register one "
+                               "(index_field, informer_for or a watch) before reading it")
+        return self._read(informer, namespace, label_selector, field)
+
+    def lookup_keys(self, resource: Resource, field: tuple[str, str], *,
+                    namespace: str | None = None, metadata: bool = False) -> Keys:
+        """The keys of cached objects whose field index ``field[0]`` holds ``field[1]``.
+
+        Like :meth:`lookup` but decodes nothing: O(matches), for mappers that
+        only need to know which keys to enqueue.
+        """
+        informer = self._informers.get(_InformerKey(resource, metadata))
+        if informer is None:
+            raise RuntimeError(f"no informer for {resource} in this cache: register one "
+                               "(index_field, informer_for or a watch) before reading it")
+        keys = informer.store.index_keys(_FIELD_PREFIX + field[0], field[1])
+        return sorted(k for k in keys if namespace is None or k.namespace == namespace)
+
+    @staticmethod
+    def _read(informer: Informer, namespace: str | None,
+              label_selector: str | Mapping[str, Any] | LabelSelector | None,
+              field: tuple[str, str] | None) -> Objs:
         store = informer.store
         if field is not None:
             objects = store.by_index(_FIELD_PREFIX + field[0], field[1])
@@ -200,8 +245,12 @@ class Cache:
         else:
             objects = store.list(namespace)
         if label_selector is not None:
-            selector = (label_selector if isinstance(label_selector, LabelSelector)
-                        else LabelSelector.parse(label_selector))
+            if isinstance(label_selector, LabelSelector):
+                selector = label_selector
+            elif isinstance(label_selector, str):
+                selector = LabelSelector.parse(label_selector)
+            else:
+                selector = LabelSelector.from_dict(label_selector)
             objects = [o for o in objects
                        if selector.matches((o.get("metadata") or {}).get("labels"))]
         return objects

@@ -188,3 +188,24 @@ async def test_statistics_per_informer(apiserver: Cluster, client: Client) -> No
         stats = cache.statistics()
     assert [s.resource for s in stats] == ["configmaps/v1"]
     assert stats[0].synced and stats[0].lists == 1 and stats[0].relists == 0
+
+
+async def test_mappers_read_field_indexes_synchronously(apiserver: Cluster,
+                                                        client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(PODS, pod("a", "node-1", app="x"), ns)
+    await client.create(PODS, pod("b", "node-1", app="y"), ns)
+    cache = Cache(client, namespace=ns)
+    with pytest.raises(RuntimeError, match="no informer for pods"):
+        cache.lookup(PODS, ns)
+    cache.index_field(PODS, "spec.nodeName", by_node)
+    async with running(cache):
+        keys = cache.lookup_keys(PODS, ("spec.nodeName", "node-1"), namespace=ns)
+        assert [k.name for k in keys] == ["a", "b"]
+        assert cache.lookup_keys(PODS, ("spec.nodeName", "node-1"), namespace="other") == []
+        found = cache.lookup(PODS, ns, field=("spec.nodeName", "node-1"),
+                             label_selector={"matchLabels": {"app": "y"}})
+        assert [o["metadata"]["name"] for o in found] == ["b"]
+        listed = await cache.list(PODS, ns, label_selector={
+            "matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}]})
+        assert [o["metadata"]["name"] for o in listed] == ["a"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from reconcilekit import Cache, Informer, Request
+from reconcilekit import Cache, Request
 
 from .resources import (
     CLAIMED_BY_LABEL,
@@ -89,9 +89,9 @@ class Indexes:
     Reconcilers ask through ``cache.list(CNCLAIMS, ns, field=...)`` over the
     field indexes ``spec.podName`` and ``spec.sourcePod.podName`` registered
     with ``cache.index_field``. A mapper cannot await (reconcilekit calls it
-    inside the informer's event dispatch) and ``Cache.list`` is async, so
-    :meth:`pod_to_claims` reads indexes of its own on the claim informer's
-    store, built from the same functions.
+    inside the informer's event dispatch), so :meth:`pod_to_claims` asks
+    ``cache.lookup_keys``, which reads an index synchronously and decodes
+    nothing.
     """
 
     def __init__(self, cache: Cache) -> None:
@@ -101,9 +101,8 @@ class Indexes:
         cache.index_field(CNCLAIMS, _CLAIMSET_FIELD, _label(CLAIMSET_LABEL))
         cache.index_field(PODS, _POOL_FIELD, _label(POOL_LABEL))
         cache.index_field(PODS, _CLAIMED_BY_FIELD, _label(CLAIMED_BY_LABEL))
-        self._informer: Informer = cache.informer_for(CNCLAIMS)
-        self._informer.add_index(_NAMES_POD, pods_named)
-        self._informer.add_index(_WAITING, waiting_pool)
+        cache.index_field(CNCLAIMS, _NAMES_POD, pods_named)
+        cache.index_field(CNCLAIMS, _WAITING, waiting_pool)
 
     async def claims_naming(self, namespace: str, pod: str) -> list[dict[str, Any]]:
         """Claims whose ``spec.podName`` or ``spec.sourcePod.podName`` is ``pod``."""
@@ -126,9 +125,8 @@ class Indexes:
         return await self.cache.list(CNCLAIMS, namespace, field=(_CLAIMSET_FIELD, claimset))
 
     def _keys(self, index: str, value: str, namespace: str) -> Iterable[Request]:
-        for key in self._informer.store.index_keys(index, value):
-            if key.namespace == namespace:
-                yield Request(key.namespace, key.name)
+        for key in self.cache.lookup_keys(CNCLAIMS, (index, value), namespace=namespace):
+            yield Request(key.namespace, key.name)
 
     def pod_to_claims(self, pod: Obj) -> list[Request]:
         """The claims to reconcile for an event of ``pod`` (see the module docstring)."""
