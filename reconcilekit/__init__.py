@@ -13,10 +13,10 @@ from ._clock import Clock as Clock
 from ._clock import SystemClock as SystemClock
 from ._controller import Controller as Controller
 from ._controller import ReconcileMetrics as ReconcileMetrics
+from ._errors import AlreadyExists as AlreadyExists
 from ._errors import APIConnectionError as APIConnectionError
 from ._errors import APIError as APIError
 from ._errors import APITimeoutError as APITimeoutError
-from ._errors import AlreadyExists as AlreadyExists
 from ._errors import BadRequest as BadRequest
 from ._errors import Conflict as Conflict
 from ._errors import Expired as Expired
@@ -97,9 +97,9 @@ from ._selectors import SelectorError as SelectorError
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
 from ._watcher import Backoff as Backoff
-from ._watcher import WatchSink as WatchSink
 from ._watcher import Watcher as Watcher
 from ._watcher import WatcherStatistics as WatcherStatistics
+from ._watcher import WatchSink as WatchSink
 from ._workqueue import QueueShutDown as QueueShutDown
 from ._workqueue import QueueStatistics as QueueStatistics
 from ._workqueue import WorkQueue as WorkQueue

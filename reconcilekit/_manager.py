@@ -22,9 +22,9 @@ registry; nothing is process-global.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import socket
+import uuid
 from typing import Any, Final
 
 import anyio
@@ -79,7 +79,9 @@ class Manager:
         CacheMetricsCollector(self.registry, self.cache.statistics)
         self.events = EventRecorder(client, component=name, clock=clock)
         self.controllers: list[Controller] = []
-        self.identity = identity or f"{socket.gethostname()}_{os.getpid()}"
+        # Unique per manager, as controller-runtime's hostname_UUID: two managers in one
+        # process (or two processes with one hostname) must never share an identity.
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.elector: LeaderElector | None = None
         if leader_election:
             assert leader_election_id is not None

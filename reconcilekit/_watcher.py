@@ -216,11 +216,14 @@ class Watcher:
         self._last_error = None
         self._touch()
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watchdog, tg.cancel_scope)
-                async for line in _lines(response):
-                    self._handle(sink, line)
-                tg.cancel_scope.cancel()
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._watchdog, tg.cancel_scope)
+                    async for line in _lines(response):
+                        self._handle(sink, line)
+                    tg.cancel_scope.cancel()
+            except BaseExceptionGroup as group:  # the task group wraps what the loop raised
+                raise _only(group) from None
             if self._dead_flag:
                 self._dead += 1
                 raise _DeadWatch(f"no event or bookmark for {self.inactivity_timeout:.0f}s")
@@ -260,6 +263,16 @@ class Watcher:
         sink.apply(type_, obj)
         if rv:
             self._rv = str(rv)
+
+
+def _only(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception inside (nested) groups of one; the group itself otherwise."""
+    while len(group.exceptions) == 1:
+        inner = group.exceptions[0]
+        if not isinstance(inner, BaseExceptionGroup):
+            return inner
+        group = inner
+    return group
 
 
 async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:

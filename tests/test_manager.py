@@ -306,3 +306,11 @@ async def test_readyz_reports_a_failing_watch_and_expectation_timeouts_are_count
         manager.stop()
     text = generate_latest(manager.registry).decode()
     assert 'reconcilekit_expectation_timeouts_total{controller="configmap"} 1.0' in text
+
+
+async def test_managers_get_distinct_default_identities(client: Client) -> None:
+    """Two managers in one process once shared hostname_pid and both led (the chaos
+    suite found it: two leaders reconciled the same keys at once)."""
+    one = Manager(client, http_addr=None, leader_election=True, leader_election_id="x")
+    two = Manager(client, http_addr=None, leader_election=True, leader_election_id="x")
+    assert one.identity != two.identity
