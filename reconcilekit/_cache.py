@@ -75,11 +75,13 @@ class Cache:
 
     def __init__(self, client: Client, *, namespace: str | None = None,
                  clock: Clock = _SYSTEM_CLOCK, resync_period: float | None = None,
-                 inactivity_timeout: float = 300.0, own_write_timeout: float = 60.0) -> None:
+                 relist_period: float | None = None, inactivity_timeout: float = 300.0,
+                 own_write_timeout: float = 60.0) -> None:
         self.client = client
         self.namespace = namespace
         self.clock = clock
         self.resync_period = resync_period
+        self.relist_period = relist_period
         self.inactivity_timeout = inactivity_timeout
         self._informers: dict[_InformerKey, Informer] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -102,7 +104,8 @@ class Cache:
                 self.client, resource,
                 namespace=self.namespace if resource.namespaced else None,
                 transform=metadata_only if metadata else strip_managed_fields,
-                resync_period=self.resync_period, inactivity_timeout=self.inactivity_timeout,
+                resync_period=self.resync_period, relist_period=self.relist_period,
+                inactivity_timeout=self.inactivity_timeout,
                 clock=self.clock)
             own_writes = self.own_writes
             informer.version_observers.append(

@@ -110,7 +110,8 @@ class Informer:
     def __init__(self, client: Client, resource: Resource, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  transform: Transform | None = strip_managed_fields,
-                 resync_period: float | None = None, inactivity_timeout: float = 300.0,
+                 resync_period: float | None = None, relist_period: float | None = None,
+                 inactivity_timeout: float = 300.0,
                  min_watch_timeout: float = 300.0, clock: Clock = _SYSTEM_CLOCK,
                  backoff: Backoff | None = None) -> None:
         self.resource = resource
@@ -125,7 +126,8 @@ class Informer:
         self.watcher = Watcher(client, resource, namespace=namespace,
                                label_selector=label_selector, field_selector=field_selector,
                                inactivity_timeout=inactivity_timeout,
-                               min_watch_timeout=min_watch_timeout, clock=clock,
+                               min_watch_timeout=min_watch_timeout,
+                               relist_period=relist_period, clock=clock,
                                backoff=backoff)
 
     # -- set-up --------------------------------------------------------------------------

@@ -60,7 +60,8 @@ class Manager:
                  leader_election_namespace: str | None = None, identity: str | None = None,
                  lease_duration: float = 15.0, renew_deadline: float = 10.0,
                  retry_period: float = 2.0, graceful_shutdown_timeout: float = 30.0,
-                 cache_sync_timeout: float = 120.0, clock: Clock = _SYSTEM_CLOCK,
+                 cache_sync_timeout: float = 120.0, relist_period: float | None = None,
+                 clock: Clock = _SYSTEM_CLOCK,
                  registry: CollectorRegistry | None = None) -> None:
         if http_addr is not None:
             split_address(http_addr)  # fail now, not once running
@@ -75,7 +76,7 @@ class Manager:
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.cache = Cache(client, namespace=namespace, clock=clock)
+        self.cache = Cache(client, namespace=namespace, clock=clock, relist_period=relist_period)
         CacheMetricsCollector(self.registry, self.cache.statistics)
         self.events = EventRecorder(client, component=name, clock=clock)
         self.controllers: list[Controller] = []

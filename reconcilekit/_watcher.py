@@ -21,6 +21,11 @@ Expected flow:
 6. If no event and no bookmark arrives within ``inactivity_timeout`` the
    watch is presumed dead (a proxy that keeps the socket open but forwards
    nothing), it is abandoned and resumed like a failure.
+7. With ``relist_period`` set, a complete list is made again at least that
+   often (the watch is rotated to end in time): a change whose event was
+   lost on a healthy watch, which no 410 would ever reveal, is repaired
+   within that period. client-go has no such option; it costs one list per
+   period.
 
 Guarantees:
   * the sink sees a complete list before any watch event, and after every
@@ -41,6 +46,7 @@ clock, so tests drive them with :class:`reconcilekit.testing.FakeClock`.
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -125,10 +131,14 @@ class Watcher:
     def __init__(self, client: Client, resource: Resource, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  page_size: int = 500, min_watch_timeout: float = 300.0,
-                 inactivity_timeout: float = 300.0, clock: Clock = _SYSTEM_CLOCK,
-                 backoff: Backoff | None = None) -> None:
+                 inactivity_timeout: float = 300.0, relist_period: float | None = None,
+                 clock: Clock = _SYSTEM_CLOCK, backoff: Backoff | None = None) -> None:
         if inactivity_timeout <= 0 or min_watch_timeout <= 0 or page_size <= 0:
             raise ValueError("page_size, min_watch_timeout and inactivity_timeout must be > 0")
+        if relist_period is not None and relist_period <= 0:
+            raise ValueError(f"relist_period must be > 0 seconds, got {relist_period}")
+        self.relist_period = relist_period
+        self._listed_at = 0.0
         self.client = client
         self.resource = resource
         self.namespace = namespace
@@ -155,7 +165,7 @@ class Watcher:
         """List and watch into ``sink`` until cancelled."""
         while True:
             try:
-                if self._rv is None:
+                if self._rv is None or self._relist_due():
                     await self._list(sink)
                 await self._watch(sink)
                 self._last_error = None
@@ -192,16 +202,24 @@ class Watcher:
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", kind)
         self._lists += 1
+        self._listed_at = self.clock.monotonic()
         self._last_error = None
         self._touch()
         sink.replace(items, rv)
         self._rv = rv
+
+    def _relist_due(self) -> bool:
+        return (self.relist_period is not None
+                and self.clock.monotonic() - self._listed_at >= self.relist_period)
 
     def _touch(self) -> None:
         self._last_activity = self.clock.monotonic()
 
     async def _watch(self, sink: WatchSink) -> None:
         timeout = int(self.min_watch_timeout * (1 + random.random()))
+        if self.relist_period is not None:  # end the watch when the next list is due
+            left = self.relist_period - (self.clock.monotonic() - self._listed_at)
+            timeout = max(1, min(timeout, math.ceil(left)))
         params = {"watch": "true", "allowWatchBookmarks": "true",
                   "timeoutSeconds": str(timeout), "resourceVersion": self._rv or ""}
         if self.label_selector:

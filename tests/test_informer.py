@@ -352,3 +352,22 @@ def test_backoff_doubles_to_its_cap_and_resets_after_a_quiet_period() -> None:
     assert backoff.next_delay() == 0.8
     jittered = Backoff(initial=1.0, jitter=1.0, clock=clock)
     assert 1.0 <= jittered.next_delay() <= 2.0
+
+
+async def test_relist_period_repairs_an_event_lost_on_a_healthy_watch(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("a", v="1"), ns)
+    clock = FakeClock()
+    informer = Informer(client, CONFIGMAPS, namespace=ns, clock=clock, relist_period=600,
+                        inactivity_timeout=10_000)
+    async with running(informer):
+        apiserver.faults.drop_events("configmaps", 1)
+        await client.patch(CONFIGMAPS, "a", {"data": {"v": "lost"}}, ns)
+        apiserver.faults.close_watches()  # a clean end: resumes, no 410, nothing repaired
+        await eventually(lambda: informer.watcher.statistics().watches == 2)
+        assert data_of(informer, ns, "a") == {"v": "1"}
+        clock.advance(600)  # the period is up: the next watch end lists again
+        apiserver.faults.close_watches()
+        await eventually(lambda: data_of(informer, ns, "a") == {"v": "lost"})
+    assert informer.statistics().relists == 1

@@ -54,6 +54,11 @@ class OperatorOptions:
     at all). ``simulated_nodes``: see :class:`~examples.cnclaim.pool.PoolReconciler`
     (0 on a cluster). ``expectations_timeout``: seconds after which a
     creation or deletion never seen in the cache stops holding back its owner.
+    ``lease_duration``, ``renew_deadline``, ``retry_period``: leader election
+    timings (controller-runtime's defaults). ``graceful_shutdown_timeout``:
+    how long in-flight reconciles may finish after SIGTERM. ``relist_period``:
+    list every watched resource again at least this often (None: only when
+    a watch needs it).
     """
 
     namespace: str | None = None
@@ -63,6 +68,11 @@ class OperatorOptions:
     http_addr: str | None = ":8080"
     simulated_nodes: int = 0
     expectations_timeout: float = 30.0
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    graceful_shutdown_timeout: float = 30.0
+    relist_period: float | None = None
 
 
 def build_operator(client: Client, options: OperatorOptions = OperatorOptions()) -> Manager:
@@ -72,7 +82,11 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions())
     manager = Manager(client, name="cnclaim-operator", namespace=options.namespace,
                       http_addr=options.http_addr, leader_election=options.leader_election,
                       leader_election_id=LEASE_NAME,
-                      leader_election_namespace=options.leader_election_namespace)
+                      leader_election_namespace=options.leader_election_namespace,
+                      lease_duration=options.lease_duration,
+                      renew_deadline=options.renew_deadline, retry_period=options.retry_period,
+                      graceful_shutdown_timeout=options.graceful_shutdown_timeout,
+                      relist_period=options.relist_period)
     cache, events = manager.cache, manager.events
     index = Indexes(cache)
     pool_expectations = manager.expectations("cnpool", timeout=options.expectations_timeout)
