@@ -223,18 +223,26 @@ class Cache:
         return self._read(informer, namespace, label_selector, field)
 
     def lookup_keys(self, resource: Resource, field: tuple[str, str], *,
-                    namespace: str | None = None, metadata: bool = False) -> Keys:
+                    namespace: str | None = None, metadata: bool = False,
+                    limit: int | None = None) -> Keys:
         """The keys of cached objects whose field index ``field[0]`` holds ``field[1]``.
 
         Like :meth:`lookup` but decodes nothing: O(matches), for mappers that
-        only need to know which keys to enqueue.
+        only need to know which keys to enqueue; sorted. With ``limit``: the
+        first ``limit`` of them in that order, found without sorting them all,
+        for a mapper that wakes a bounded number of keys (the same keys while
+        the index holds the same ones).
         """
         informer = self._informers.get(_InformerKey(resource, metadata))
         if informer is None:
             raise RuntimeError(f"no informer for {resource} in this cache: register one "
                                "(index_field, informer_for or a watch) before reading it")
-        keys = informer.store.index_keys(_FIELD_PREFIX + field[0], field[1])
-        return sorted(k for k in keys if namespace is None or k.namespace == namespace)
+        name = _FIELD_PREFIX + field[0]
+        if limit is not None and namespace is None:
+            return informer.store.first_index_keys(name, field[1], limit)
+        keys = sorted(k for k in informer.store.index_keys(name, field[1])
+                      if namespace is None or k.namespace == namespace)
+        return keys if limit is None else keys[:limit]
 
     @staticmethod
     def _read(informer: Informer, namespace: str | None,

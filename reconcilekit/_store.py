@@ -13,6 +13,7 @@ are computed once, when an object is stored, from the decoded object, so
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = ["NAMESPACE_INDEX", "IndexFunc", "Store"]
 Obj = dict[str, Any]
 Objs = list[Obj]  # spelled once here: the class below has a method named ``list``
 Names = list[str]
+Keys = list[ObjectKey]
 IndexFunc = Callable[[Mapping[str, Any]], Iterable[str]]
 NAMESPACE_INDEX = "namespace"
 
@@ -164,6 +166,17 @@ class Store:
         if index is None:
             raise KeyError(f"no index named {name!r} (known: {', '.join(self._funcs)})")
         return set(index.get(value, ()))
+
+    def first_index_keys(self, name: str, value: str, limit: int) -> Keys:
+        """The ``limit`` smallest keys of :meth:`index_keys`, sorted, without copying the rest.
+
+        A stable choice: while the index holds the same keys, the answer is
+        the same, whatever was added or removed in between elsewhere.
+        """
+        index = self._indexes.get(name)
+        if index is None:
+            raise KeyError(f"no index named {name!r} (known: {', '.join(self._funcs)})")
+        return heapq.nsmallest(max(limit, 0), index.get(value, ()))
 
     def by_index(self, name: str, value: str) -> Objs:
         """Fresh copies of the objects whose index ``name`` includes ``value``, by key."""

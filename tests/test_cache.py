@@ -209,3 +209,17 @@ async def test_mappers_read_field_indexes_synchronously(apiserver: Cluster,
         listed = await cache.list(PODS, ns, label_selector={
             "matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}]})
         assert [o["metadata"]["name"] for o in listed] == ["a"]
+
+
+async def test_lookup_keys_with_a_limit_gives_the_first_keys(apiserver: Cluster,
+                                                             client: Client) -> None:
+    ns = apiserver.namespace
+    for name in ("c", "a", "b"):
+        await client.create(PODS, pod(name, "node-1"), ns)
+    cache = Cache(client, namespace=ns)
+    cache.index_field(PODS, "spec.nodeName", by_node)
+    async with running(cache):
+        first = cache.lookup_keys(PODS, ("spec.nodeName", "node-1"), limit=2)
+        assert [k.name for k in first] == ["a", "b"]
+        scoped = cache.lookup_keys(PODS, ("spec.nodeName", "node-1"), namespace=ns, limit=1)
+        assert [k.name for k in scoped] == ["a"]

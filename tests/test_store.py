@@ -110,3 +110,13 @@ class StoreMachine(RuleBasedStateMachine):
 
 TestStoreMachine = StoreMachine.TestCase
 TestStoreMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+
+
+def test_first_index_keys_are_the_smallest_and_stable() -> None:
+    store = Store({"node": _by_node})
+    for name in ("p5", "p1", "p4", "p2", "p3"):
+        store.put(_pod("a", name, node="n1"))
+    assert store.first_index_keys("node", "n1", 2) == [ObjectKey("a", "p1"), ObjectKey("a", "p2")]
+    store.put(_pod("a", "p9", node="n1"))  # more keys elsewhere in the order: same answer
+    assert store.first_index_keys("node", "n1", 2) == [ObjectKey("a", "p1"), ObjectKey("a", "p2")]
+    assert store.first_index_keys("node", "none", 3) == []

@@ -83,6 +83,7 @@ from .status import set_status
 
 __all__ = ["ClaimReconciler", "selector_matches", "selector_string"]
 
+PENDING_RECHECK_SECONDS = 15.0
 logger = logging.getLogger("examples.cnclaim.claim")
 
 Obj = dict[str, Any]
@@ -161,19 +162,15 @@ class ClaimReconciler(Reconciler):
 
     # -- binding -----------------------------------------------------------------------------
 
-    async def _candidates(self, claim: Obj) -> list[Obj]:
-        """The pool's (or the selector's) Pods, before any is checked for being bindable."""
-        spec = spec_of(claim)
-        pool, selector = str(spec.get("poolName") or ""), spec.get("selector") or {}
-        if not pool and not selector:
+    async def _selector_candidates(self, claim: Obj) -> list[Obj]:
+        """The Pods a claim without a pool selects, before any is checked for being bindable."""
+        selector = spec_of(claim).get("selector") or {}
+        if not selector:
             self.events.event(claim, "Warning", "InvalidSpec",
                               "spec.poolName or spec.selector is required")
             raise TerminalError("spec.poolName or spec.selector is required")
-        if not pool:
-            return await self.cache.list(PODS, namespace_of(claim),
-                                         label_selector=selector_string(selector))
-        pods = await self.index.pool_pods(namespace_of(claim), pool)
-        return [p for p in pods if not selector or selector_matches(selector, labels(p))]
+        return await self.cache.list(PODS, namespace_of(claim),
+                                     label_selector=selector_string(selector))
 
     async def bind(self, claim: Obj, *, avoid: str = "") -> Obj | None:
         """Take a Pod for ``claim`` (never ``avoid``); the Pod as written, or None."""
@@ -184,7 +181,25 @@ class ClaimReconciler(Reconciler):
                 logger.info("adopting Pod %s, already labelled as claimed by %s",
                             name_of(pod), name)
                 return pod
-        candidates = [p for p in await self._candidates(claim)
+        spec = spec_of(claim)
+        pool, selector = str(spec.get("poolName") or ""), spec.get("selector") or {}
+        if pool:  # the tracker's order; only the Pods tried are read from the cache
+            for pod_name in self.index.bindable.candidates(ns, pool, name):
+                if pod_name == avoid:
+                    continue
+                try:
+                    pod = await self.cache.get(PODS, pod_name, ns)
+                except NotFound:
+                    continue
+                if not bindable(pod) or (selector and not selector_matches(selector,
+                                                                           labels(pod))):
+                    continue
+                taken = await take(self.client, pod, name)
+                if taken is not None:
+                    return taken
+                logger.debug("Pod %s was taken by someone else; trying the next", pod_name)
+            return None
+        candidates = [p for p in await self._selector_candidates(claim)
                       if bindable(p) and name_of(p) != avoid]
         candidates.sort(key=lambda p: (annotations_of(p).get(LAST_OWNER_ANNOTATION) != name,
                                        creation_order(p)))
@@ -211,7 +226,9 @@ class ClaimReconciler(Reconciler):
             waiting = ClaimPhase.LOST if claim_phase(claim) == ClaimPhase.LOST else (
                 ClaimPhase.PENDING)
             await set_status(self.client, CNCLAIMS, claim, {"phase": waiting})
-            return Result.done()  # an Idle Pod of the pool maps to this claim when it appears
+            # An Idle Pod of the pool wakes waiting claims when it appears (index.py);
+            # looking again now and then makes that a latency matter, never a stall.
+            return Result.requeue_after(PENDING_RECHECK_SECONDS)
         await self._record_binding(claim, pod)
         self.events.event(claim, "Normal", "Bound",
                           f"bound to Pod {name_of(pod)} on node {node_of(pod) or '?'}")

@@ -20,13 +20,13 @@ from typing import Any, Final
 
 from reconcilekit import Cache, Request
 
+from .bindable import BindablePods
 from .resources import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     CNCLAIMS,
     PODS,
     POOL_LABEL,
-    bindable,
     claimed_by,
     deleting,
     labels,
@@ -73,14 +73,15 @@ def _label(name: str) -> Callable[[Obj], list[str]]:
 
 
 def waiting_pool(claim: Obj) -> list[str]:
-    """The pool a claim waits in for an Idle Pod: it has none, or migrates off the one it has."""
+    """``namespace/pool`` a claim waits in for an Idle Pod: it has none, or migrates off the
+    one it has (the namespace is in the value so a lookup needs no filtering)."""
     if deleting(claim):
         return []
     spec = spec_of(claim)
     pod = str(spec.get("podName") or "")
     if pod and pod != source_pod(claim):
         return []
-    return [str(spec.get("poolName") or "") or _ANY_POOL]
+    return [f"{namespace_of(claim)}/{str(spec.get('poolName') or '') or _ANY_POOL}"]
 
 
 class Indexes:
@@ -103,6 +104,8 @@ class Indexes:
         cache.index_field(PODS, _CLAIMED_BY_FIELD, _label(CLAIMED_BY_LABEL))
         cache.index_field(CNCLAIMS, _NAMES_POD, pods_named)
         cache.index_field(CNCLAIMS, _WAITING, waiting_pool)
+        self.bindable = BindablePods()
+        cache.add_handler(PODS, self.bindable.handler())
 
     async def claims_naming(self, namespace: str, pod: str) -> list[dict[str, Any]]:
         """Claims whose ``spec.podName`` or ``spec.sourcePod.podName`` is ``pod``."""
@@ -128,6 +131,12 @@ class Indexes:
         for key in self.cache.lookup_keys(CNCLAIMS, (index, value), namespace=namespace):
             yield Request(key.namespace, key.name)
 
+    def _waiting(self, namespace: str, pool: str, wanted: int) -> Iterable[Request]:
+        """Up to ``wanted`` claims waiting in ``pool``, in O(wanted)."""
+        value = f"{namespace}/{pool}"
+        for key in self.cache.lookup_keys(CNCLAIMS, (_WAITING, value), limit=wanted):
+            yield Request(key.namespace, key.name)
+
     def pod_to_claims(self, pod: Obj) -> list[Request]:
         """The claims to reconcile for an event of ``pod`` (see the module docstring)."""
         namespace, name = namespace_of(pod), name_of(pod)
@@ -136,7 +145,14 @@ class Indexes:
         if owner:
             requests.add(Request(namespace, owner))
         pool = labels(pod).get(POOL_LABEL, "")
-        if pool and bindable(pod):
-            requests.update(self._keys(_WAITING, pool, namespace))
-            requests.update(self._keys(_WAITING, _ANY_POOL, namespace))
+        # The tracker holds the Pod's current state: an update is mapped for its old
+        # object too, and an old Idle state must not wake anyone.
+        if pool and self.bindable.holds(namespace, pool, name):
+            # As many waiting claims as the pool has bindable Pods: each woken claim
+            # takes one (or finds none left); waking every waiting claim on every
+            # Pod event would be O(claims) per event, O(N^2) in a claim storm.
+            # Claims left Pending also look again on their own (see claim.py).
+            wanted = max(1, self.bindable.count(namespace, pool))
+            requests.update(self._waiting(namespace, pool, wanted))
+            requests.update(self._waiting(namespace, _ANY_POOL, wanted))
         return sorted(requests)
