@@ -275,6 +275,10 @@ class Cache:
         return self.own_writes.satisfied((resource, key))
 
     def _on_write(self, record: WriteRecord) -> None:
+        # Only what this cache watches can ever be observed: an expectation for
+        # anything else (Events, say) would only wait for its timeout.
+        if not any(key.resource == record.resource for key in self._informers):
+            return
         if record.resource_version and not record.deleted:
             self.own_writes.expect((record.resource, record.key), record.resource_version)
         elif record.deleted:

@@ -106,6 +106,7 @@ class Indexes:
         cache.index_field(CNCLAIMS, _WAITING, waiting_pool)
         self.bindable = BindablePods()
         cache.add_handler(PODS, self.bindable.handler())
+        self._pods = cache.informer_for(PODS)
 
     async def claims_naming(self, namespace: str, pod: str) -> list[dict[str, Any]]:
         """Claims whose ``spec.podName`` or ``spec.sourcePod.podName`` is ``pod``."""
@@ -147,12 +148,16 @@ class Indexes:
         pool = labels(pod).get(POOL_LABEL, "")
         # The tracker holds the Pod's current state: an update is mapped for its old
         # object too, and an old Idle state must not wake anyone.
-        if pool and self.bindable.holds(namespace, pool, name):
-            # As many waiting claims as the pool has bindable Pods: each woken claim
-            # takes one (or finds none left); waking every waiting claim on every
-            # Pod event would be O(claims) per event, O(N^2) in a claim storm.
-            # Claims left Pending also look again on their own (see claim.py).
-            wanted = max(1, self.bindable.count(namespace, pool))
+        # Before the Pod informer has synced, the controllers have not started: every
+        # claim will be reconciled from its own initial event anyway.
+        if pool and self._pods.has_synced and self.bindable.holds(namespace, pool, name):
+            # About as many waiting claims as the pool has bindable Pods: each woken
+            # claim takes one (or finds none left). Twice that, plus a few, because the
+            # first waiting claims in key order may have just bound a Pod that the claim
+            # index does not show yet. Waking every waiting claim on every Pod event
+            # would be O(claims) per event, O(N^2) in a claim storm. Claims still
+            # Pending also look again on their own (claim.py).
+            wanted = 2 * self.bindable.count(namespace, pool) + 4
             requests.update(self._waiting(namespace, pool, wanted))
             requests.update(self._waiting(namespace, _ANY_POOL, wanted))
         return sorted(requests)
