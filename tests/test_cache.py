@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -11,7 +10,7 @@ import anyio
 import pytest
 
 from reconcilekit import Cache, CacheSyncTimeout, Client, NotFound, Resource
-from reconcilekit.testing import Cluster, FakeClock
+from reconcilekit.testing import Cluster, FakeClock, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 PODS = Resource("", "v1", "Pod", "pods")
@@ -21,18 +20,6 @@ MISSING = Resource("nothing.example.com", "v1", "Thing", "things")
 def pod(name: str, node: str = "", **labels: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}}
-
-
-async def eventually(condition: Callable[[], bool], within: float = 10.0) -> None:
-    with anyio.fail_after(within):
-        while not condition():  # noqa: ASYNC110 (state changes on I/O, no event to wait on)
-            await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with Client(apiserver.configuration) as c:
-        yield c
 
 
 @asynccontextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -26,25 +25,13 @@ from reconcilekit import (
     generation_changed,
     labels_changed,
 )
-from reconcilekit.testing import Cluster, FakeClock
+from reconcilekit.testing import Cluster, FakeClock, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 
 
 def cm(name: str, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
-
-
-async def eventually(condition: Callable[[], bool], within: float = 10.0) -> None:
-    with anyio.fail_after(within):
-        while not condition():  # noqa: ASYNC110 (state changes on I/O, no event to wait on)
-            await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with Client(apiserver.configuration) as c:
-        yield c
 
 
 class Recording(Reconciler):

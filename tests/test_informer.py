@@ -9,7 +9,7 @@ dead-watch and backoff timings run on a FakeClock.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,7 +27,7 @@ from reconcilekit import (
     Resource,
     strip_managed_fields,
 )
-from reconcilekit.testing import APIServer, Cluster, FakeClock
+from reconcilekit.testing import APIServer, Cluster, FakeClock, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 SECRETS = Resource("", "v1", "Secret", "secrets")
@@ -36,13 +36,6 @@ SECRETS = Resource("", "v1", "Secret", "secrets")
 def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "labels": labels or {}}, "data": data}
-
-
-async def eventually(condition: Callable[[], bool], within: float = 10.0) -> None:
-    """Poll ``condition`` until it holds (fails the test after ``within`` seconds)."""
-    with anyio.fail_after(within):
-        while not condition():  # noqa: ASYNC110 (state changes on I/O, no event to wait on)
-            await asyncio.sleep(0.005)
 
 
 class Recorder:
@@ -58,12 +51,6 @@ class Recorder:
                 ("update", new["metadata"]["name"], (old.get("data"), new.get("data")))),
             on_delete=lambda o: self.events.append(("delete", o["metadata"]["name"],
                                                     o.get("data"))))
-
-
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with Client(apiserver.configuration) as c:
-        yield c
 
 
 @asynccontextmanager

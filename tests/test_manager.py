@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +26,12 @@ from reconcilekit import (
     Resource,
     Result,
 )
-from reconcilekit.testing import Cluster, FakeClock
+from reconcilekit.testing import Cluster, FakeClock, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 SECRETS = Resource("", "v1", "Secret", "secrets")
 LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
 HERE = Path(__file__).resolve().parent
-
-
-async def eventually(condition: Callable[[], Any], within: float = 10.0) -> None:
-    with anyio.fail_after(within):
-        while not condition():  # noqa: ASYNC110 (state changes on I/O, no event to wait on)
-            await asyncio.sleep(0.005)
-
-
-async def eventually_async(condition: Callable[[], Any], within: float = 10.0) -> None:
-    with anyio.fail_after(within):
-        while not await condition():  # noqa: ASYNC110 (polling the API server)
-            await asyncio.sleep(0.01)
 
 
 class ConfigMapToSecret(Reconciler):
@@ -77,12 +64,6 @@ class ConfigMapToSecret(Reconciler):
         return Result.done()
 
 
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with Client(apiserver.configuration) as c:
-        yield c
-
-
 def cm(name: str, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
 
@@ -104,11 +85,11 @@ async def test_a_users_controller_runs_end_to_end_with_metrics(apiserver: Cluste
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
         await client.create(CONFIGMAPS, cm("settings", color="blue"), ns)
-        await eventually_async(lambda: _equals(secret_data("settings"), {"color": "blue"}))
+        await eventually(lambda: _equals(secret_data("settings"), {"color": "blue"}))
         await client.patch(CONFIGMAPS, "settings", {"data": {"color": "red"}}, ns)
-        await eventually_async(lambda: _equals(secret_data("settings"), {"color": "red"}))
+        await eventually(lambda: _equals(secret_data("settings"), {"color": "red"}))
         await client.delete(SECRETS, "settings", ns)  # owns(): the owner is reconciled
-        await eventually_async(lambda: _equals(secret_data("settings"), {"color": "red"}))
+        await eventually(lambda: _equals(secret_data("settings"), {"color": "red"}))
         async with aiohttp.ClientSession() as http:
             base = f"http://127.0.0.1:{manager.http_port}"
             async with http.get(f"{base}/metrics") as resp:

@@ -39,6 +39,7 @@ from reconcilekit import (
 )
 
 from .index import Indexes
+from .observe import expectations_handler
 from .resources import (
     CLAIMSET_LABEL,
     CNCLAIMS,
@@ -80,24 +81,11 @@ def scale_in_order(claims: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any
 def claimset_expectations_handler(expectations: Expectations[Request]) -> EventHandler:
     """Claim events crossing off their sets' expected creations and deletions."""
 
-    def owner(claim: Obj) -> list[Request]:
+    def owner(claim: Mapping[str, Any]) -> list[Request]:
         found = controller_owner(claim, CNCLAIMSETS.kind)
         return [found] if found is not None else []
 
-    def on_add(claim: Obj) -> None:
-        for key in owner(claim):
-            expectations.creation_observed(key)
-
-    def on_update(old: Obj, new: Obj) -> None:
-        if deleting(new) and not deleting(old):
-            for key in owner(new):
-                expectations.deletion_observed_uid(key, uid_of(new))
-
-    def on_delete(claim: Obj) -> None:
-        for key in owner(claim):
-            expectations.deletion_observed_uid(key, uid_of(claim))
-
-    return EventHandler(on_add, on_update, on_delete)
+    return expectations_handler(expectations, owner)
 
 
 class ClaimSetReconciler(Reconciler):

@@ -46,6 +46,7 @@ from reconcilekit import (
 )
 
 from .index import Indexes
+from .observe import expectations_handler
 from .pods import release
 from .resources import (
     CNCLAIMS,
@@ -86,21 +87,7 @@ def pod_to_pool(pod: Mapping[str, Any]) -> list[Request]:
 
 def pool_expectations_handler(expectations: Expectations[Request]) -> EventHandler:
     """Pod events crossing off the pools' expected creations and deletions."""
-
-    def on_add(pod: Obj) -> None:
-        for key in pod_to_pool(pod):
-            expectations.creation_observed(key)
-
-    def on_update(old: Obj, new: Obj) -> None:
-        if deleting(new) and not deleting(old):
-            for key in pod_to_pool(new):
-                expectations.deletion_observed_uid(key, uid_of(new))
-
-    def on_delete(pod: Obj) -> None:
-        for key in pod_to_pool(pod):
-            expectations.deletion_observed_uid(key, uid_of(pod))
-
-    return EventHandler(on_add, on_update, on_delete)
+    return expectations_handler(expectations, pod_to_pool)
 
 
 class PoolReconciler(Reconciler):

@@ -8,6 +8,7 @@
 from ._apiserver import APIServer as APIServer
 from ._cluster import Cluster as Cluster
 from ._cluster import HTTPResult as HTTPResult
+from ._eventually import eventually as eventually
 from ._fake_clock import FakeClock as FakeClock
 from ._faults import Faults as Faults
 
@@ -17,4 +18,5 @@ __all__ = [
     "FakeClock",
     "Faults",
     "HTTPResult",
+    "eventually",
 ]

@@ -3,7 +3,8 @@
 ``apiserver`` yields a :class:`reconcilekit.testing.Cluster`: a fresh
 in-process :class:`APIServer` per test, or, when ``RECONCILEKIT_TEST_KUBECONFIG``
 names a kubeconfig, that real cluster with a namespace of the test's own.
-``kube_client`` is a kubernetes-asyncio ``ApiClient`` for it.
+``kube_client`` is a kubernetes-asyncio ``ApiClient`` for it, ``client`` a
+:class:`reconcilekit.Client`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from .._client import Client
 from ._cluster import KUBECONFIG_ENV, NO_FAULTS_REASON, Cluster, open_cluster
 
 
@@ -31,6 +33,13 @@ async def apiserver(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
         pytest.skip(NO_FAULTS_REASON)
     async with open_cluster(os.environ.get(KUBECONFIG_ENV)) as cluster:
         yield cluster
+
+
+@pytest_asyncio.fixture
+async def client(apiserver: Cluster) -> AsyncIterator[Client]:
+    """A :class:`reconcilekit.Client` for :func:`apiserver` (a test may define its own)."""
+    async with Client(apiserver.configuration) as c:
+        yield c
 
 
 @pytest_asyncio.fixture
