@@ -202,15 +202,10 @@ class Informer:
         key = object_key(prepared)
         if event_type == "DELETED":
             self._observe(key, prepared)
-            raw = self.store.delete(key)
-            self._notify_delete(prepared if raw is None else self._last_state(raw, prepared))
+            self.store.delete(key)
+            self._notify_delete(prepared)  # a DELETED event carries the last state
         else:
             self._upsert(key, prepared)
-
-    @staticmethod
-    def _last_state(raw: bytes, deleted: Obj) -> Obj:
-        """What a DELETED event carries is the last state; fall back to the stored one."""
-        return deleted if deleted.get("metadata") else orjson.loads(raw)
 
     def _observe(self, key: ObjectKey, obj: Obj) -> None:
         rv = _rv(obj)
