@@ -25,6 +25,7 @@ import logging
 import signal
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
@@ -174,12 +175,13 @@ class Manager:
         tg.start_soon(self.events.run)
         await tg.start(self.cache.run)
         task_status.started()
-        await self.cache.wait_for_sync(self.cache_sync_timeout)
+        if not await self._unless_stopped(self.cache.wait_for_sync, self.cache_sync_timeout):
+            tg.cancel_scope.cancel()
+            return
         self._synced = True
         logger.info("caches synced: %s", ", ".join(s.resource for s in self.cache.statistics()))
         if self.elector is not None:
-            acquired = await self._acquire_or_stop()
-            if not acquired:
+            if not await self._unless_stopped(self.elector.acquire):
                 tg.cancel_scope.cancel()
                 return
             tg.start_soon(self.elector.hold)
@@ -190,10 +192,9 @@ class Manager:
             await self._stop.wait()
             logger.info("shutting down: finishing in-flight reconciles (grace %.0fs)",
                         self.graceful_shutdown_timeout)
-            with anyio.move_on_after(self.graceful_shutdown_timeout):
-                async with anyio.create_task_group() as drain:
-                    for controller in self.controllers:
-                        drain.start_soon(controller.shutdown, self.graceful_shutdown_timeout)
+            async with anyio.create_task_group() as drain:  # each bounded by the grace
+                for controller in self.controllers:
+                    drain.start_soon(controller.shutdown, self.graceful_shutdown_timeout)
             workers.cancel_scope.cancel()
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             await self.events.flush()
@@ -201,15 +202,15 @@ class Manager:
                 await self.elector.release()
         tg.cancel_scope.cancel()
 
-    async def _acquire_or_stop(self) -> bool:
-        assert self.elector is not None
+    async def _unless_stopped(self, step: Callable[..., Awaitable[None]], *args: Any) -> bool:
+        """Run a start-up step (sync, acquiring the Lease); False if :meth:`stop` came first."""
         async with anyio.create_task_group() as tg:
             async def stop_waiting() -> None:
                 await self._stop.wait()
                 tg.cancel_scope.cancel()
 
             tg.start_soon(stop_waiting)
-            await self.elector.acquire()
+            await step(*args)
             tg.cancel_scope.cancel()
             return True
         return False

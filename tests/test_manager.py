@@ -295,3 +295,22 @@ async def test_managers_get_distinct_default_identities(client: Client) -> None:
     one = Manager(client, http_addr=None, leader_election=True, leader_election_id="x")
     two = Manager(client, http_addr=None, leader_election=True, leader_election_id="x")
     assert one.identity != two.identity
+
+
+async def test_stop_during_cache_sync_returns_at_once(client: Client) -> None:
+    """A SIGTERM while a cache cannot sync (a CRD not installed) must not wait out the
+    sync timeout."""
+    clock = FakeClock()
+    manager = Manager(client, http_addr=None, clock=clock, cache_sync_timeout=3600)
+
+    class Noop(Reconciler):
+        async def reconcile(self, request: Request) -> Result:
+            return Result.done()
+
+    manager.controller().for_(Resource("nothing.example.com", "v1", "Thing", "things")
+                              ).complete(Noop())
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(manager.run)
+        await eventually(lambda: 3600.0 in clock.deadlines())
+        manager.stop()
+        await eventually(lambda: not manager._running)
