@@ -12,7 +12,7 @@ import anyio
 
 from ._clock import Clock, SystemClock
 from ._delay_heap import DelayHeap
-from ._parking import Waiter, park
+from ._parking import ParkingLot
 from ._queue_metrics import QueueMetrics
 from ._rate_limiters import RateLimiter, default_controller_rate_limiter
 
@@ -78,7 +78,11 @@ class WorkQueue(Generic[K]):
         counts at most one failure per attempt (see the method).
       * No background task: ``get`` waits, on the queue's clock, for a
         pending key or for the next deadline, and is woken early by ``add``,
-        ``add_after``, ``done`` and shutdown. When a key is pending ``get``
+        ``add_after``, ``done`` and shutdown. While any getter waits and a
+        key waits for a deadline, some getter wakes at that deadline,
+        whichever getters were cancelled, woken or re-parked in between (one
+        getter keeps the deadline and hands it on when it leaves; see
+        the parking lot in ``_parking.py``). When a key is pending ``get``
         returns at once, without yielding to the event loop. A waiting key
         joins the FIFO when the queue next reads the clock at or after its
         deadline (a waiting ``get`` wakes for it; otherwise the next ``get``,
@@ -108,7 +112,7 @@ class WorkQueue(Generic[K]):
     """
 
     __slots__ = ("_clock", "_closed", "_delays", "_dirty", "_drained", "_draining", "_held",
-                 "_limiter", "_metrics", "_ready", "_waiters", "name")  # fmt: skip
+                 "_limiter", "_metrics", "_parking", "_ready", "name")  # fmt: skip
 
     def __init__(
         self,
@@ -131,7 +135,7 @@ class WorkQueue(Generic[K]):
         # key -> monotonic time it was handed out (0.0 without metrics)
         self._held: dict[K, float] = {}
         self._delays: DelayHeap[K] = DelayHeap()
-        self._waiters: deque[Waiter] = deque()
+        self._parking = ParkingLot(clock, self._delays.next_deadline)
         self._closed = False
         self._draining = False
         self._drained: anyio.Event | None = None
@@ -157,8 +161,7 @@ class WorkQueue(Generic[K]):
             metrics.on_add()
         if key not in self._held:
             self._ready.append(key)
-            if self._waiters:
-                self._waiters.popleft().wake()
+            self._parking.wake_one()
 
     def add_after(self, key: K, seconds: float) -> None:
         """Make ``key`` pending ``seconds`` from now; the earliest deadline wins.
@@ -201,13 +204,11 @@ class WorkQueue(Generic[K]):
             if key in self._dirty:
                 return
             delays = self._delays
-            before = delays.next_deadline() if self._waiters else None
+            before = delays.next_deadline() if self._parking else None
             deadline = self._clock.monotonic() + seconds
             changed = delays.schedule(key, deadline, rate_limited=rate_limited)
-            # Waiters sleep until the earliest deadline they saw: wake one to
-            # sleep again until this earlier one.
-            if changed and self._waiters and (before is None or deadline < before):
-                self._waiters.popleft().wake()
+            if changed and (before is None or deadline < before):
+                self._parking.deadline_moved(deadline)
         else:
             raise ValueError(f"delay must be a number of seconds, not {seconds!r}")
 
@@ -236,12 +237,13 @@ class WorkQueue(Generic[K]):
 
         Returns at once, without a checkpoint, if a key is pending. Raises
         :class:`QueueShutDown` once the queue is shut down and nothing is
-        pending. Cancellation while waiting takes nothing off the queue.
+        pending. Cancellation while waiting takes nothing off the queue and
+        loses no wake-up: a key another getter should now take, or the next
+        deadline, is passed to a getter still waiting.
         """
         if self._ready and not self._delays.index:
             return self._hand_out()  # the hot path
-        while not self._take():
-            await park(self._waiters, self._clock, self._delays.next_deadline())
+        await self._parking.wait_until(self._take)
         return self._hand_out()
 
     def _take(self) -> bool:
@@ -267,7 +269,7 @@ class WorkQueue(Generic[K]):
             now = self._held[key] = self._clock.monotonic()
             metrics.on_get(now - pending_since)
         if self._closed and not self._dirty:
-            self._wake_all()  # nothing more will come: let waiting getters raise
+            self._parking.wake_all()  # nothing more will come: let waiting getters raise
         return key
 
     def _promote_due(self) -> None:
@@ -283,8 +285,7 @@ class WorkQueue(Generic[K]):
                 metrics.on_add()
             if key not in self._held:
                 self._ready.append(key)
-                if self._waiters:
-                    self._waiters.popleft().wake()
+                self._parking.wake_one()
 
     def done(self, key: K) -> None:
         """Release ``key``; if it was added while held, it becomes ready again.
@@ -299,8 +300,7 @@ class WorkQueue(Generic[K]):
             self._metrics.on_done(self._clock.monotonic() - started)
         if key in self._dirty:
             self._ready.append(key)
-            if self._waiters:
-                self._waiters.popleft().wake()
+            self._parking.wake_one()
         if self._drained is not None and not self._held and not self._dirty:
             self._drained.set()
 
@@ -322,7 +322,7 @@ class WorkQueue(Generic[K]):
         self._dirty.clear()
         self._ready.clear()
         self._delays.clear()
-        self._wake_all()
+        self._parking.wake_all()
         if self._drained is not None:
             self._drained.set()
 
@@ -343,7 +343,7 @@ class WorkQueue(Generic[K]):
             self._draining = True
             self._delays.clear()
             if not self._dirty:
-                self._wake_all()
+                self._parking.wake_all()
         if not self._draining or (not self._dirty and not self._held):
             return
         if self._drained is None:
@@ -354,11 +354,6 @@ class WorkQueue(Generic[K]):
     def shutting_down(self) -> bool:
         """True once either shutdown has been called."""
         return self._closed
-
-    def _wake_all(self) -> None:
-        waiters = self._waiters
-        while waiters:
-            waiters.popleft().wake()
 
     # -- introspection --------------------------------------------------------
 
@@ -397,8 +392,7 @@ class WorkQueue(Generic[K]):
                 assert not dirty and not ready, "pending keys after shutdown()"
         if not self._draining:
             assert self._drained is None or self._drained.is_set()
-        for waiter in self._waiters:
-            assert not waiter.woken, "a woken getter is still listed as waiting"
+        self._parking._check_invariants()
 
 
 class _HeldKey(Generic[K]):

@@ -201,11 +201,11 @@ async def test_asyncio_cancelled_get_leaves_no_waiter(
 ) -> None:
     task = asyncio.ensure_future(queue.get())
     await clock.settle()
-    assert len(queue._waiters) == 1
+    assert len(queue._parking) == 1
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert len(queue._waiters) == 0
+    assert len(queue._parking) == 0
     queue._check_invariants()
 
 
@@ -219,7 +219,7 @@ async def test_wake_is_passed_on_when_the_woken_getter_is_cancelled(
     await clock.settle()
     second = asyncio.ensure_future(queue.get())
     await clock.settle()
-    assert len(queue._waiters) == 2
+    assert len(queue._parking) == 2
     queue.add("a")  # wakes the first getter ...
     first.cancel()  # ... which is cancelled before it runs
     await clock.settle()
@@ -657,3 +657,91 @@ async def test_custom_metrics_hooks_see_every_event(clock: FakeClock) -> None:
     clock.advance(2)
     queue.done(key)
     assert calls == [("retry", 0), ("add", 0), ("get", 0.5), ("done", 2.0)]
+
+
+# -- lost wake-ups (the deadline duty) ------------------------------------------
+
+
+async def _getters(queue: WorkQueue[str], clock: FakeClock, n: int) -> list[asyncio.Task[str]]:
+    tasks = [asyncio.ensure_future(queue.get()) for _ in range(n)]
+    await clock.settle()
+    return tasks
+
+
+async def _cancel(task: asyncio.Task[str], clock: FakeClock) -> None:
+    task.cancel()
+    await clock.settle()
+    assert task.cancelled()
+
+
+async def test_cancelling_the_getter_that_waits_for_the_deadline_hands_the_deadline_on(
+    queue: WorkQueue[str], clock: FakeClock
+) -> None:
+    first, second = await _getters(queue, clock, 2)
+    queue.add_after("a", 1)  # wakes the first getter, which parks again until 1
+    await clock.settle()
+    await _cancel(first, clock)  # the getter that knew the deadline leaves
+    queue._check_invariants()
+    assert clock.next_deadline() == 1, "no getter sleeps until the deadline"
+    clock.advance(1)
+    await clock.settle()
+    assert second.done() and second.result() == "a"
+
+
+async def test_cancelling_the_deadline_getter_after_it_was_woken_for_a_key_loses_nothing(
+    queue: WorkQueue[str], clock: FakeClock
+) -> None:
+    (first,) = await _getters(queue, clock, 1)
+    queue.add_after("later", 5)  # the only getter keeps the deadline
+    await clock.settle()
+    queue.add("now")  # wakes it for a key ...
+    first.cancel()  # ... and it is cancelled before it runs
+    second, third = await _getters(queue, clock, 2)
+    await clock.settle()
+    assert first.cancelled()
+    assert second.done() and second.result() == "now"
+    queue._check_invariants()
+    clock.advance(5)
+    await clock.settle()
+    assert third.done() and third.result() == "later"
+
+
+async def test_a_getter_that_takes_a_key_leaves_the_deadline_to_another(
+    queue: WorkQueue[str], clock: FakeClock
+) -> None:
+    first, second = await _getters(queue, clock, 2)
+    queue.add_after("later", 5)
+    await clock.settle()
+    queue.add("now")  # whichever getter takes it, the other must keep the deadline
+    await clock.settle()
+    assert [t.result() for t in (first, second) if t.done()] == ["now"]
+    queue._check_invariants()
+    clock.advance(5)
+    await clock.settle()
+    assert first.done() and second.done()
+    assert sorted([first.result(), second.result()]) == ["later", "now"]
+
+
+async def test_a_woken_getter_cancelled_while_another_keeps_the_deadline_passes_the_key_on(
+    queue: WorkQueue[str], clock: FakeClock
+) -> None:
+    first, second = await _getters(queue, clock, 2)
+    queue.add_after("later", 5)  # the first keeps the deadline, the second waits for keys
+    await clock.settle()
+    queue.add("now")  # wakes the second ...
+    second.cancel()  # ... which is cancelled before it runs: the first must take "now"
+    await clock.settle()
+    assert second.cancelled()
+    assert first.done() and first.result() == "now"
+    queue._check_invariants()
+
+
+async def test_the_deadline_getter_wakes_for_a_key_when_no_other_getter_waits(
+    queue: WorkQueue[str], clock: FakeClock
+) -> None:
+    (only,) = await _getters(queue, clock, 1)
+    queue.add_after("later", 100)
+    await clock.settle()
+    queue.add("now")
+    await clock.settle()
+    assert only.done() and only.result() == "now"

@@ -13,7 +13,9 @@ Checked after every step:
     or stale delivery), and every handout settles the obligation;
   * waiting deadlines are exactly the model's (earliest wins, no stale
     entry delays or suppresses a later one);
-  * no getter sleeps while a key it could take is due (no lost wakeup);
+  * no getter sleeps while a key it could take is due, and while getters
+    wait some getter sleeps until at most the next deadline, whichever
+    getters were cancelled, woken or re-parked before (no lost wakeup);
   * failures counted by ``add_rate_limited`` are exactly the model's.
 At the end time runs past every deadline, everything held is finished and
 the queue is drained: every owed run must have happened exactly once.
@@ -186,6 +188,26 @@ class WorkQueueMachine(RuleBasedStateMachine):
             self.getters[data.draw(st.integers(0, len(self.getters) - 1))].cancel()
 
     @precondition(lambda self: not self.closed)
+    @rule(key=KEYS, delay=st.sampled_from([0.5, 1.0, 3.0]), rate_limited=st.booleans())
+    def deadline_arrives_while_getters_wait(self, key: str, delay: float,
+                                            rate_limited: bool) -> None:
+        """Getters park with no deadline, then one comes: the state in which a
+        getter re-parks to keep the deadline for the others (and may be cancelled)."""
+        while len(self.getters) < 2:
+            self.spawn_getter()
+        self.settle()
+        if rate_limited:
+            self.add_rate_limited(key)
+        else:
+            self.add_after(key, delay)
+
+    @rule()
+    def cancel_oldest_getter(self) -> None:
+        """The oldest getter is the one most often sleeping until the next deadline."""
+        if self.getters:
+            self.getters[0].cancel()
+
+    @precondition(lambda self: not self.closed)
     @rule()
     def start_drain(self) -> None:
         self.closed = True
@@ -217,6 +239,10 @@ class WorkQueueMachine(RuleBasedStateMachine):
         for key, at in self.owed.items():
             if at > self.now():
                 assert queue._delays.deadline(key) == at, (key, at)
+                if self.getters:  # someone must wake by then, whoever was cancelled
+                    wakes = self.clock.next_deadline()
+                    assert wakes is not None and wakes <= at, (
+                        f"{key!r} due at {at} but the getters sleep until {wakes}")
             elif self.getters:  # a getter is waiting: nothing it could take is due
                 assert key in self.held, f"{key!r} due at {at} while a getter sleeps"
         for key in "abcde":
@@ -257,6 +283,6 @@ class WorkQueueMachine(RuleBasedStateMachine):
 
 
 WorkQueueMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None
+    max_examples=300, stateful_step_count=40, deadline=None
 )
 TestWorkQueueMachine = WorkQueueMachine.TestCase
