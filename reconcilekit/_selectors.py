@@ -284,6 +284,7 @@ class LabelSelector:
         return hash((self._requirements, self._nothing))
 
 
+_GENERIC_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
 _NO_LABELS: Final[Mapping[str, str]] = MappingProxyType({})
 _EXPRESSION_OPERATORS: Final = {
     "In": Operator.IN,
@@ -403,10 +404,16 @@ class FieldSelector:
     def validate(self, allowed: Collection[str]) -> None:
         """Raise :class:`SelectorError` for the first field not in ``allowed``.
 
-        The message is kube-apiserver's: ``field label not supported: spec.foo``.
+        The message is kube-apiserver's: ``field label not supported: spec.foo``
+        for a kind with field labels of its own (Pods, Events, ...), and
+        ``"spec.foo" is not a known field selector: only "metadata.name",
+        "metadata.namespace"`` for a kind with only those two.
         """
         for requirement in self._requirements:
             if requirement.field not in allowed:
+                if set(allowed) <= _GENERIC_FIELDS:
+                    raise SelectorError(f'"{requirement.field}" is not a known field selector: '
+                                        'only "metadata.name", "metadata.namespace"')
                 raise SelectorError(f"field label not supported: {requirement.field}")
 
     def equality_requirements(self) -> Mapping[str, str]:

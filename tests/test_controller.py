@@ -102,6 +102,8 @@ async def test_errors_back_off_per_key_and_success_resets(apiserver: Cluster,
     fail_until = 4
 
     def behaviour(request: Request, n: int) -> Any:
+        if request.name != "flaky":  # a real namespace holds kube-root-ca.crt too
+            return Result.done()
         return RuntimeError(f"attempt {n} failed") if n < fail_until else Result.done()
 
     reconciler = Recording(behaviour)
@@ -129,7 +131,8 @@ async def test_requeue_after_reconciles_again_at_the_deadline(apiserver: Cluster
     ns = apiserver.namespace
     await client.create(CONFIGMAPS, cm("again"), ns)
     clock = FakeClock()
-    reconciler = Recording(lambda r, n: Result.requeue_after(30) if n == 1 else Result.done())
+    reconciler = Recording(lambda r, n: Result.requeue_after(30)
+                           if r.name == "again" and n == 1 else Result.done())
     cache = Cache(client, namespace=ns, clock=clock)
     controller = Controller("again", reconciler, cache, clock=clock)
     controller.watch(CONFIGMAPS, enqueue_object)
@@ -260,5 +263,5 @@ async def test_the_initial_list_does_not_starve_new_events(apiserver: Cluster,
         await client.create(CONFIGMAPS, cm("new"), ns)
         await eventually(lambda: "new" in reconciler.calls)
         position = reconciler.order.index("new")
-        await eventually(lambda: len(reconciler.calls) == 151, within=30)
+        await eventually(lambda: len(reconciler.calls) >= 151, within=30)  # (+ kube-root-ca.crt)
     assert position < 40, f"the new key waited behind {position} initial keys"

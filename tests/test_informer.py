@@ -33,9 +33,18 @@ CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 SECRETS = Resource("", "v1", "Secret", "secrets")
 
 
+# What a real namespace holds from the start (kube-controller-manager writes it).
+SYSTEM_OBJECTS = frozenset({"kube-root-ca.crt"})
+
+
 def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": labels or {}}, "data": data}
+    """A ConfigMap; empty maps are left out, as kube-apiserver leaves them out of answers."""
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+    if labels:
+        obj["metadata"]["labels"] = labels
+    if data:
+        obj["data"] = data
+    return obj
 
 
 class Recorder:
@@ -46,11 +55,14 @@ class Recorder:
 
     def handler(self) -> EventHandler:
         return EventHandler(
-            on_add=lambda o: self.events.append(("add", o["metadata"]["name"], o.get("data"))),
-            on_update=lambda old, new: self.events.append(
-                ("update", new["metadata"]["name"], (old.get("data"), new.get("data")))),
-            on_delete=lambda o: self.events.append(("delete", o["metadata"]["name"],
-                                                    o.get("data"))))
+            on_add=lambda o: self._record("add", o, o.get("data")),
+            on_update=lambda old, new: self._record("update", new,
+                                                    (old.get("data"), new.get("data"))),
+            on_delete=lambda o: self._record("delete", o, o.get("data")))
+
+    def _record(self, kind: str, obj: dict[str, Any], detail: Any) -> None:
+        if obj["metadata"]["name"] not in SYSTEM_OBJECTS:
+            self.events.append((kind, obj["metadata"]["name"], detail))
 
 
 @asynccontextmanager
@@ -63,7 +75,8 @@ async def running(informer: Informer) -> AsyncIterator[Informer]:
 
 
 def names(informer: Informer) -> list[str]:
-    return [o["metadata"]["name"] for o in informer.store.list()]
+    return [name for o in informer.store.list()
+            if (name := o["metadata"]["name"]) not in SYSTEM_OBJECTS]
 
 
 def data_of(informer: Informer, ns: str, name: str) -> Mapping[str, str] | None:
@@ -96,16 +109,16 @@ async def test_initial_list_then_watch_events_reach_store_and_handlers(
         await client.patch(CONFIGMAPS, "a", {"data": {"x": "2"}}, ns)
         await client.delete(CONFIGMAPS, "b", ns)
         await eventually(lambda: len(recorder.events) == 4)
-    assert recorder.events == [("add", "a", {"x": "1"}), ("add", "b", {}),
-                               ("update", "a", ({"x": "1"}, {"x": "2"})), ("delete", "b", {})]
+    assert recorder.events == [("add", "a", {"x": "1"}), ("add", "b", None),
+                               ("update", "a", ({"x": "1"}, {"x": "2"})), ("delete", "b", None)]
     stats = informer.statistics()
-    assert stats.synced and stats.objects == 1 and stats.lists == 1
+    assert stats.synced and stats.objects == len(informer.store) and stats.lists == 1
 
 
 async def test_default_transform_strips_managed_fields(apiserver: Cluster, client: Client
                                                        ) -> None:
-    made = await client.create(CONFIGMAPS, cm("a"), apiserver.namespace)
-    assert "managedFields" in made["metadata"]
+    made = await client.create(CONFIGMAPS, cm("a", x="1"), apiserver.namespace)
+    assert "managedFields" in made["metadata"]  # (none for an object with no fields set)
     async with running(Informer(client, CONFIGMAPS, namespace=apiserver.namespace)) as inf:
         stored = inf.store.get(ObjectKey(apiserver.namespace, "a"))
     assert stored is not None and "managedFields" not in stored["metadata"]
@@ -133,7 +146,7 @@ async def test_relist_after_410_converges_and_tells_handlers_what_changed(
         faults.resume_events()
         assert names(informer) == ["b", "c"]
         assert data_of(informer, ns, "b") == {"v": "2"}
-    assert sorted(recorder.events) == [("add", "c", {}), ("delete", "a", {"v": "1"}),
+    assert sorted(recorder.events) == [("add", "c", None), ("delete", "a", {"v": "1"}),
                                        ("update", "b", ({"v": "1"}, {"v": "2"}))]
     # A 410 is the protocol, not a failure: relisted at once, no backoff, no restart.
     assert informer.statistics().watch_restarts == 0
@@ -195,7 +208,7 @@ async def test_label_filtered_informer_follows_objects_in_and_out(
         await eventually(lambda: names(informer) == ["a", "b"])
         await client.patch(CONFIGMAPS, "a", {"metadata": {"labels": {"app": "y"}}}, ns)
         await eventually(lambda: names(informer) == ["b"])
-    assert ("delete", "a", {}) in recorder.events
+    assert ("delete", "a", None) in recorder.events
 
 
 async def test_a_silent_watch_is_detected_and_restarted(
@@ -248,7 +261,7 @@ async def test_a_handler_that_raises_does_not_stop_the_informer(
     informer.add_handler(recorder.handler())
     async with running(informer):
         await client.create(CONFIGMAPS, cm("a"), ns)
-        await eventually(lambda: recorder.events == [("add", "a", {})])
+        await eventually(lambda: recorder.events == [("add", "a", None)])
     assert "handler bug" in caplog.text
 
 

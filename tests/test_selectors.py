@@ -426,9 +426,13 @@ def test_field_selector_splits_at_first_operator() -> None:
 def test_field_selector_validate_names_the_unsupported_label() -> None:
     selector = FieldSelector.parse("metadata.name=a,spec.foo=b")
     selector.validate({"metadata.name", "spec.foo"})
-    with pytest.raises(SelectorError) as caught:
-        selector.validate({"metadata.name", "metadata.namespace"})
+    with pytest.raises(SelectorError) as caught:  # a kind with field labels of its own
+        selector.validate({"metadata.name", "metadata.namespace", "spec.nodeName"})
     assert str(caught.value) == "field label not supported: spec.foo"
+    with pytest.raises(SelectorError) as caught:  # a kind with only the generic two
+        selector.validate({"metadata.name", "metadata.namespace"})
+    assert str(caught.value) == ('"spec.foo" is not a known field selector: only '
+                                 '"metadata.name", "metadata.namespace"')
 
 
 def test_field_selector_matches_a_precomputed_field_set() -> None:

@@ -274,7 +274,7 @@ class Storage:
             else:
                 meta.pop(k, None)
         result["metadata"] = meta
-        if rtype.status_subresource:
+        if rtype.status_subresource and subresource != "binding":  # a binding writes both
             if "status" in old:
                 result["status"] = old["status"]
             else:
@@ -303,15 +303,17 @@ class Storage:
         old = self.get(rtype, namespace, name)
         res = rtype.resource
         meta = old["metadata"]
+        # kube-apiserver names the kind here, not the resource (the storage layer's error)
         if uid is not None and uid != meta["uid"]:
-            raise APIError.conflict(res.group_resource, name,
-                                    f"Precondition failed: UID in precondition: {uid}, "
-                                    f"UID in object meta: {meta['uid']}", res.group)
+            raise APIError.conflict(
+                res.kind, name, f"the UID in the precondition ({uid}) does not match the UID "
+                f"in record ({meta['uid']}). The object might have been deleted and then "
+                "recreated", res.group)
         if resource_version is not None and resource_version != meta["resourceVersion"]:
             raise APIError.conflict(
-                res.group_resource, name,
-                f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                f"ResourceVersion in object meta: {meta['resourceVersion']}", res.group)
+                res.kind, name, f"the ResourceVersion in the precondition ({resource_version}) "
+                f"does not match the ResourceVersion in record ({meta['resourceVersion']}). "
+                "The object might have been modified", res.group)
         key = (namespace, name)
         if orphan:
             self.orphan_dependents(meta["uid"])

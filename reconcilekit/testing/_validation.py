@@ -168,12 +168,12 @@ _RFC3339 = re.compile(
 
 
 def normalize_microtimes(rtype: ResourceType, obj: dict[str, Any]) -> None:
-    """Rewrite metav1.MicroTime fields with exactly six fractional digits, in UTC.
+    """Check metav1.MicroTime fields and write them back in UTC.
 
-    kube-apiserver decodes MicroTime and encodes it back with the layout
-    ``2006-01-02T15:04:05.000000Z07:00``, so a Lease's renewTime always reads
-    back with microseconds. A value that is not RFC 3339 is a 400, as the
-    decoder's error is.
+    kube-apiserver decodes MicroTime with the layout
+    ``2006-01-02T15:04:05.000000Z07:00``: exactly six fractional digits, any
+    zone (written back as UTC). Anything else is a 400 with the decoder's
+    error, as there.
     """
     r = rtype.resource
     for path in _MICROTIME_FIELDS.get((r.group, r.plural), ()):
@@ -184,12 +184,21 @@ def normalize_microtimes(rtype: ResourceType, obj: dict[str, Any]) -> None:
             continue
         value = parent[path[-1]]
         match = _RFC3339.match(value) if isinstance(value, str) else None
-        if match is None:
+        fraction = match.group(2) if match else None
+        if match is None or fraction is None or len(fraction) != 6:
+            # Go's time.Parse with the layout's fixed ".000000": exactly six digits
+            rest = "" if match is None else value[len(match.group(1)):]
+            if match is not None and fraction is not None and len(fraction) > 6:
+                why = f'cannot parse "{rest[7:]}" as "Z07:00"'
+            elif match is not None:
+                why = f'cannot parse "{rest}" as ".000000"'
+            else:
+                why = "cannot parse"
             raise APIError.bad_request(
                 f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: '
-                f'parsing time "{value}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse')
-        base, fraction, zone = match.groups()
-        micros = int((fraction or "0").ljust(6, "0")[:6])
+                f'parsing time "{value}" as "2006-01-02T15:04:05.000000Z07:00": {why}')
+        base, zone = match.group(1), match.group(3)
+        micros = int(fraction)
         when = datetime.datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
         when = when.replace(microsecond=micros).astimezone(datetime.UTC)
         parent[path[-1]] = when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

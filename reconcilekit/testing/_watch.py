@@ -4,7 +4,8 @@ Every write appends one :class:`Event` to its resource's bounded history and
 offers it to the open watches of that resource. A watch sees an event through
 its filter (namespace, label and field selector) the way kube-apiserver's
 watch cache presents it: a MODIFIED object that starts matching arrives as
-ADDED, one that stops matching as DELETED.
+ADDED, one that stops matching as DELETED (carrying the object as it was
+before that change, with the change's resourceVersion).
 """
 
 from __future__ import annotations
@@ -98,7 +99,15 @@ class Watcher:
             type_ = event.type
         else:
             return
-        body = self.rewrite(event.obj) if self.rewrite else event.encoded_object()
+        if type_ == "DELETED" and event.type == "MODIFIED":
+            # As kube-apiserver's watch cache: the object as it was before the change
+            # (as the watch last matched it), with the change's resourceVersion.
+            assert event.prev is not None
+            prev = dict(event.prev, metadata={**event.prev["metadata"],
+                                              "resourceVersion": str(event.rv)})
+            body = self.rewrite(prev) if self.rewrite else orjson.dumps(prev)
+        else:
+            body = self.rewrite(event.obj) if self.rewrite else event.encoded_object()
         self.push(encode_event(type_, body))
 
     def push(self, line: bytes) -> None:

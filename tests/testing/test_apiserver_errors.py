@@ -19,10 +19,15 @@ async def test_body_kind_or_api_version_not_matching_the_url_is_400(
     wrong_version = dict(configmap("a"), apiVersion="v2")
     got = await apiserver.request("POST", configmaps, json=wrong_version)
     assert got.status == 400
-    assert "does not match the expected API version" in got.body["message"]
+    assert got.body["message"] == (
+        'ConfigMap in version "v2" cannot be handled as a ConfigMap: no kind "ConfigMap" is '
+        'registered for version "v2" in scheme "pkg/runtime/scheme.go:100"')
     wrong_kind = dict(configmap("a"), kind="Secret")
     got = await apiserver.request("POST", configmaps, json=wrong_kind)
     assert got.status == 400
+    assert got.body["message"] == (
+        'Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to '
+        "(core.ConfigMap): unknown conversion")
 
 
 async def test_missing_name_is_422(apiserver: Cluster, configmaps: str) -> None:

@@ -18,9 +18,10 @@ async def _make(apiserver: Cluster, path: str, items: list[tuple[str, dict[str, 
 
 
 def _names(body: dict[str, object]) -> list[str]:
+    """The items' names, less what a real namespace holds from the start."""
     items = body["items"]
     assert isinstance(items, list)
-    return [i["metadata"]["name"] for i in items]
+    return [name for i in items if (name := i["metadata"]["name"]) != "kube-root-ca.crt"]
 
 
 async def test_list_shape_and_label_selectors(apiserver: Cluster, configmaps: str) -> None:
@@ -45,8 +46,8 @@ async def test_list_shape_and_label_selectors(apiserver: Cluster, configmaps: st
 
 async def test_field_selectors_on_name_and_namespace(apiserver: Cluster, configmaps: str
                                                      ) -> None:
-    # Unsupported labels: "field label not supported: <label>" from each kind's
-    # field-label conversion func (pkg/api/*/conversion.go, AddFieldLabelConversionFunc).
+    # Unsupported labels: a kind with only the generic fields names them (ConfigMaps);
+    # one with field labels of its own says "field label not supported: <label>" (Pods).
     await _make(apiserver, configmaps, [("a", {}), ("b", {})])
     got = await apiserver.request("GET", configmaps, params={"fieldSelector": "metadata.name=b"})
     assert _names(got.body) == ["b"]
@@ -55,7 +56,12 @@ async def test_field_selectors_on_name_and_namespace(apiserver: Cluster, configm
     assert "a" in _names(got.body) and "b" not in _names(got.body)
     bad = await apiserver.request("GET", configmaps, params={"fieldSelector": "data.x=y"})
     assert bad.status == 400
-    assert "field label not supported" in bad.body["message"]
+    assert bad.body["message"] == ('"data.x" is not a known field selector: only '
+                                   '"metadata.name", "metadata.namespace"')
+    pods = configmaps.replace("/configmaps", "/pods")
+    bad = await apiserver.request("GET", pods, params={"fieldSelector": "spec.foo=y"})
+    assert bad.status == 400
+    assert bad.body["message"] == "field label not supported: spec.foo"
 
 
 async def test_limit_and_continue_page_through_a_consistent_snapshot(
@@ -115,18 +121,21 @@ async def test_watch_without_resource_version_starts_with_current_state(
 async def test_selector_watch_sees_objects_move_in_and_out(apiserver: Cluster, configmaps: str
                                                            ) -> None:
     # storage/cacher filtering (watch_cache + cacheWatcher.convertToWatchEvent): an
-    # object that stops matching arrives as DELETED, one that starts as ADDED.
+    # object that stops matching arrives as DELETED (the object as it last matched,
+    # with the new resourceVersion), one that starts as ADDED.
     rv = await _make(apiserver, configmaps, [("a", {"app": "x"})])
     merge = "application/merge-patch+json"
     async with apiserver.watch(configmaps, {"resourceVersion": rv,
                                             "labelSelector": "app=x"}) as events:
-        await apiserver.request("PATCH", f"{configmaps}/a",
-                                json={"metadata": {"labels": {"app": "y"}}}, content_type=merge)
+        moved = await apiserver.request("PATCH", f"{configmaps}/a", json={
+            "metadata": {"labels": {"app": "y"}}}, content_type=merge)
         left = await anext(events)
         await apiserver.request("PATCH", f"{configmaps}/a",
                                 json={"metadata": {"labels": {"app": "x"}}}, content_type=merge)
         came = await anext(events)
-    assert left["type"] == "DELETED" and left["object"]["metadata"]["labels"] == {"app": "y"}
+    assert left["type"] == "DELETED" and left["object"]["metadata"]["labels"] == {"app": "x"}
+    assert left["object"]["metadata"]["resourceVersion"] == (
+        moved.body["metadata"]["resourceVersion"])
     assert came["type"] == "ADDED"
 
 

@@ -215,16 +215,24 @@ async def test_patch_with_resource_version_is_a_precondition(
 
 
 async def test_delete_preconditions(apiserver: Cluster, configmaps: str) -> None:
-    # metav1.Preconditions; message of registry.Store's precondition check.
+    # metav1.Preconditions; the storage layer's message, naming the kind (kube-apiserver 1.28).
     made = (await apiserver.request("POST", configmaps, json=configmap("c"))).body
     path = f"{configmaps}/c"
     wrong_uid = await apiserver.request("DELETE", path, json={
         "kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "nope"}})
-    assert wrong_uid.status == 409 and "Precondition failed: UID in precondition: nope" in (
-        wrong_uid.body["message"])
+    assert wrong_uid.status == 409, wrong_uid
+    assert wrong_uid.body["message"] == (
+        'Operation cannot be fulfilled on ConfigMap "c": the UID in the precondition (nope) '
+        f'does not match the UID in record ({made["metadata"]["uid"]}). The object might '
+        "have been deleted and then recreated")
     wrong_rv = await apiserver.request("DELETE", path, json={
         "preconditions": {"resourceVersion": "1"}})
     assert wrong_rv.status == 409
+    assert wrong_rv.body["message"] == (
+        'Operation cannot be fulfilled on ConfigMap "c": the ResourceVersion in the '
+        f'precondition (1) does not match the ResourceVersion in record '
+        f'({made["metadata"]["resourceVersion"]}). The object might have been modified')
+    assert wrong_rv.body["details"] == {"name": "c", "kind": "ConfigMap"}
     ok = await apiserver.request("DELETE", path, json={"preconditions": {
         "uid": made["metadata"]["uid"], "resourceVersion": made["metadata"]["resourceVersion"]}})
     assert ok.status == 200
@@ -246,11 +254,23 @@ async def test_deletecollection_removes_matching_objects(apiserver: Cluster, con
 async def test_lease_times_have_six_fractional_digits(apiserver: Cluster) -> None:
     # metav1.MicroTime marshals with RFC3339Micro ("2006-01-02T15:04:05.000000Z07:00").
     leases = f"/apis/coordination.k8s.io/v1/namespaces/{apiserver.namespace}/leases"
-    got = await apiserver.request("POST", leases, json={
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
-        "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15,
-                 "acquireTime": "2026-01-02T03:04:05Z",
-                 "renewTime": "2026-01-02T03:04:05.123456789Z"}})
+    def lease(name: str, acquire: str, renew: str) -> dict[str, object]:
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name},
+                "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15,
+                         "acquireTime": acquire, "renewTime": renew}}
+
+    got = await apiserver.request("POST", leases, json=lease(
+        "l", "2026-01-02T03:04:05.123456+02:00", "2026-01-02T03:04:05.000000Z"))
     assert got.status == 201, got.body
-    assert got.body["spec"]["acquireTime"] == "2026-01-02T03:04:05.000000Z"
-    assert got.body["spec"]["renewTime"] == "2026-01-02T03:04:05.123456Z"
+    assert got.body["spec"]["acquireTime"] == "2026-01-02T01:04:05.123456Z"
+    assert got.body["spec"]["renewTime"] == "2026-01-02T03:04:05.000000Z"
+    layout = '"2006-01-02T15:04:05.000000Z07:00"'
+    for value, why in (("2026-01-02T03:04:05Z", 'cannot parse "Z" as ".000000"'),
+                       ("2026-01-02T03:04:05.123Z", 'cannot parse ".123Z" as ".000000"'),
+                       ("2026-01-02T03:04:05.123456789Z", 'cannot parse "789Z" as "Z07:00"')):
+        bad = await apiserver.request("POST", leases, json=lease("m", value, value))
+        assert bad.status == 400, bad
+        assert bad.body["message"] == (
+            f'Lease in version "v1" cannot be handled as a Lease: parsing time "{value}" as '
+            f"{layout}: {why}")
