@@ -18,7 +18,10 @@ claim, CPU seconds and peak RSS of the operator process. Results go to
 ``--quick`` runs N=50 only (a smoke run); ``--sizes 100,1000`` picks sizes;
 ``--naive-max N`` skips the baseline above N (it grows as N squared);
 ``--kubeconfig PATH`` runs the storms on that cluster instead (each in a
-namespace of its own; the operator's API requests are then not counted).
+namespace of its own; the operator's API requests are then not counted);
+``--assets DIR`` on a control plane started from the binaries in DIR (real
+kube-apiserver and etcd, no kubelets: Pods are reported Running by the
+benchmark as in-process).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import orjson
 import yaml
 
 from reconcilekit import AlreadyExists, Client, Resource
-from reconcilekit.testing import APIServer
+from reconcilekit.testing import APIServer, ControlPlane
 
 from .store import realistic_pod
 
@@ -60,13 +63,13 @@ def _progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _pod(i: int) -> dict[str, Any]:
+def _pod(i: int, ns: str) -> dict[str, Any]:
     pod = realistic_pod(i)
     meta = pod["metadata"]
     for key in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences",
                 "generation"):
         meta.pop(key, None)
-    meta["namespace"] = NS
+    meta["namespace"] = ns
     meta["labels"] = {"pool.matrixorigin.io/pool-name": POOL,
                       "pool.matrixorigin.io/pod-phase": "Idle"}
     pod.pop("status", None)
@@ -116,28 +119,32 @@ CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
 NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 
 
-async def run_one(operator: str, n: int, within: float,
-                  kubeconfig: str | None = None) -> dict[str, Any]:
+async def run_one(operator: str, n: int, within: float, kubeconfig: str | None = None,
+                  kubelets: bool = True) -> dict[str, Any]:
     """One storm; in-process unless ``kubeconfig`` names a cluster (then in a fresh
-    namespace, removed afterwards; API requests are not counted there)."""
+    namespace, removed afterwards; API requests are not counted there). Without
+    ``kubelets`` (a bare control plane) the Pods are placed and reported Running
+    by the benchmark, as in-process."""
     if kubeconfig is not None:
         async with await Client.from_kubeconfig(kubeconfig) as client:
             ns = f"rk-bench-{os.getpid()}-{n}-{operator}"
             await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": ns}})
             try:
-                return await _storm(client, None, Path(kubeconfig), ns, operator, n, within)
+                return await _storm(client, None, Path(kubeconfig), ns, operator, n, within,
+                                    kubelets=kubelets)
             finally:
                 await client.delete(NAMESPACES, ns)
     async with APIServer(history_limit=max(10_000, 4 * n)) as server:
         with tempfile.TemporaryDirectory() as tmp:
             path = server.write_kubeconfig(Path(tmp) / "kubeconfig")
             async with Client(server.configuration()) as client:
-                return await _storm(client, server, path, NS, operator, n, within)
+                return await _storm(client, server, path, NS, operator, n, within,
+                                    kubelets=False)
 
 
 async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns: str,
-                 operator: str, n: int, within: float) -> dict[str, Any]:
+                 operator: str, n: int, within: float, *, kubelets: bool) -> dict[str, Any]:
     for doc in yaml.safe_load_all((MANIFESTS / "crds.yaml").read_text()):
         if doc and doc.get("kind") == "CustomResourceDefinition":
             with contextlib.suppress(AlreadyExists):
@@ -147,16 +154,16 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
     async def create(obj: dict[str, Any], resource: Resource) -> None:
         async with limiter:
             made = await client.create(resource, obj, ns)
-            if resource is PODS and server is not None:  # no kubelet: report it running
+            if resource is PODS and not kubelets:  # report it running, as a kubelet would
                 await client.patch_status(PODS, made["metadata"]["name"],
                                           {"status": {"phase": "Running"}}, ns)
 
     async with anyio.create_task_group() as tg:
         for i in range(n):
-            tg.start_soon(create, _pod(i) if server is not None else _cluster_pod(i), PODS)
+            tg.start_soon(create, _cluster_pod(i) if kubelets else _pod(i, ns), PODS)
     with anyio.fail_after(within):  # on a cluster the kubelets start them
         while await _count(client, server, ns, PODS, "Running") < n:  # noqa: ASYNC110
-            await anyio.sleep(0.5 if server is None else 0.02)
+            await anyio.sleep(0.5 if kubelets else 0.02)
     port = _free_port()
     if operator == "naive":
         args = [sys.executable, "-m", "benchmarks.naive_operator", str(kubeconfig), ns]
@@ -252,9 +259,24 @@ def main(argv: list[str] | None = None) -> None:
                         help="largest N for the baseline (default 1000: at 5,000 it needs "
                              "about half an hour, growing as N squared)")
     parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--kubeconfig", metavar="PATH",
-                        help="run against this cluster instead of the in-process server")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", metavar="PATH",
+                       help="run against this cluster instead of the in-process server")
+    where.add_argument("--assets", metavar="DIR",
+                       help="run against a control plane (etcd, kube-apiserver, "
+                            "kube-controller-manager) started from the binaries in DIR")
     args = parser.parse_args(argv)
+    if args.assets:
+        with ControlPlane(args.assets) as plane, tempfile.TemporaryDirectory() as tmp:
+            _progress(f"  control plane from {args.assets} ready in "
+                      f"{plane.startup_seconds:.1f}s")
+            _run_all(args, str(plane.write_kubeconfig(Path(tmp) / "kubeconfig")),
+                     kubelets=False)
+    else:
+        _run_all(args, args.kubeconfig, kubelets=True)
+
+
+def _run_all(args: argparse.Namespace, kubeconfig: str | None, *, kubelets: bool) -> None:
     sizes = [50] if args.quick else [int(s) for s in args.sizes.split(",")]
     results = []
     for n in sizes:
@@ -263,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
                 _progress(f"  skipping naive at N={n} (--naive-max {args.naive_max})")
                 continue
             _progress(f"  e2e: {operator}, N={n} ...")
-            result = anyio.run(run_one, operator, n, 120 + n * 0.5, args.kubeconfig)
+            result = anyio.run(run_one, operator, n, 120 + n * 0.5, kubeconfig, kubelets)
             _progress(f"  e2e: {operator}, N={n}: {result['seconds']:.1f}s to all Bound")
             results.append(result)
             RESULTS.parent.mkdir(exist_ok=True)  # written as it goes: a long run keeps its rows

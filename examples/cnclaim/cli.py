@@ -15,6 +15,7 @@ cleanly), 1 when a step did not converge in time or the operator failed,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import re
@@ -69,12 +70,16 @@ def _parser() -> argparse.ArgumentParser:
                     "operator and a scenario that shows what it does, no cluster needed.")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", metavar="PATH",
-                       help="run against the cluster of this kubeconfig (installs the CRDs "
-                            "when they are missing)")
+                       help="run against the cluster of this kubeconfig")
     where.add_argument("--in-cluster", action="store_true",
                        help="run against the cluster this Pod runs in, as its service account")
     parser.add_argument("--scenario", action="store_true",
-                        help="with --kubeconfig: play the scenario there too, then exit")
+                        help="with --kubeconfig: play the scenario there too, then exit "
+                             "(installs the CRDs when they are missing)")
+    parser.add_argument("--install-crds", action="store_true",
+                        help="on a cluster: create the CRDs that are missing before starting "
+                             "(needs rights the operator's own ServiceAccount does not have; "
+                             "otherwise apply manifests/crds.yaml as a cluster admin)")
     parser.add_argument("--namespace", metavar="NS",
                         help="watch only this namespace (default: all; the scenario plays "
                              "in it, default 'default')")
@@ -90,9 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", metavar="N", type=_positive_int, default=2,
                         help="concurrent reconciles per controller (default 2)")
     parser.add_argument("--simulated-nodes", metavar="N", type=int, default=0,
-                        help="with --kubeconfig to an API server with no scheduler or kubelet "
-                             "(python -m reconcilekit.testing): place Pods on N simulated "
-                             "nodes and mark them Running (default 0: the cluster does it)")
+                        help="on an API server with no scheduler or kubelet (a bare control "
+                             "plane, python -m reconcilekit.testing): bind Pods to N "
+                             "simulated nodes, report them Running and finish their "
+                             "deletion (default 0: the cluster does it)")
     parser.add_argument("--step-timeout", metavar="SECONDS", type=_positive_seconds,
                         help="how long each scenario step may take to converge (default 20, "
                              "120 on a cluster, where Pods must start)")
@@ -134,21 +140,32 @@ async def _run(args: argparse.Namespace, progress: Progress) -> int:
         source = "the in-cluster service account" if args.in_cluster else args.kubeconfig
         raise CRDInstallError(f"cannot load the credentials of {source}: {err}") from None
     async with client:
-        if args.kubeconfig:
+        if args.install_crds or args.scenario:
             created = await install_crds(client)
             if created:
                 logger.info("installed CRDs: %s", ", ".join(created))
         options = OperatorOptions(
             namespace=args.namespace, workers=args.workers, leader_election=args.leader_elect,
             leader_election_namespace=args.leader_elect_namespace,
-            http_addr=args.metrics_addr or ":8080", simulated_nodes=args.simulated_nodes)
+            http_addr=args.metrics_addr or ":8080")
         manager = build_operator(client, options)
-        if args.scenario:
-            await play_with_operator(client, manager, args.namespace or "default",
-                                     step_timeout=args.step_timeout or 120.0,
-                                     progress=progress)
-            return 0
-        return await manager.serve()
+        async with _simulated_nodes(client, args.simulated_nodes, args.namespace):
+            if args.scenario:
+                await play_with_operator(client, manager, args.namespace or "default",
+                                         step_timeout=args.step_timeout or 120.0,
+                                         progress=progress)
+                return 0
+            return await manager.serve()
+
+
+def _simulated_nodes(client: Client, nodes: int,
+                     namespace: str | None) -> contextlib.AbstractAsyncContextManager[object]:
+    """A NodeSimulator for ``namespace`` (all if None), or nothing when ``nodes`` is 0."""
+    if nodes <= 0:
+        return contextlib.nullcontext()
+    from reconcilekit.testing import NodeSimulator  # only when asked for
+
+    return NodeSimulator(client, nodes=nodes, namespace=namespace)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

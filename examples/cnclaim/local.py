@@ -1,10 +1,11 @@
 """No cluster needed: reconcilekit's in-process API server, the CRDs, the operator, the scenario.
 
-This is the only module of the example that uses ``reconcilekit.testing``.
-The in-process server has no scheduler and no kubelet, so the pool
-controller runs with simulated nodes: it places each Pod on ``node-0`` ...
-``node-2`` through ``spec.nodeName`` and writes ``status.phase: Running``
-through the status subresource, as the scheduler and the kubelet would.
+Only this module and ``--simulated-nodes`` use ``reconcilekit.testing``.
+The in-process server has no scheduler and no kubelet, so a
+:class:`reconcilekit.testing.NodeSimulator` plays their part next to the
+operator: it binds each Pod to one of three simulated nodes and reports it
+Running, as the scheduler and the kubelet would (``--simulated-nodes N``
+does the same on a cluster with no nodes, such as a bare control plane).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import contextlib
 from typing import Final
 
 from reconcilekit import AlreadyExists, Client, Resource
-from reconcilekit.testing import APIServer
+from reconcilekit.testing import APIServer, NodeSimulator
 
 from .operator import OperatorOptions, build_operator, install_crds
 from .run import play_with_operator
@@ -38,6 +39,8 @@ async def run_local(*, namespace: str, workers: int, leader_election: bool,
         progress.line("installed CRDs: " + ", ".join(created))
         manager = build_operator(client, OperatorOptions(
             namespace=namespace, workers=workers, leader_election=leader_election,
-            http_addr=http_addr, simulated_nodes=SIMULATED_NODES))
-        await play_with_operator(client, manager, namespace, step_timeout=step_timeout,
-                                 progress=progress)
+            http_addr=http_addr))
+        async with NodeSimulator(client, nodes=SIMULATED_NODES, namespace=namespace):
+            await play_with_operator(client, manager, namespace, step_timeout=step_timeout,
+                                     progress=progress)
+

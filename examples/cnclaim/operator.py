@@ -51,8 +51,7 @@ class OperatorOptions:
     ``cnclaim-operator`` in ``leader_election_namespace`` (default: the
     watched namespace, else ``default``) before reconciling. ``http_addr``:
     where ``/metrics``, ``/healthz`` and ``/readyz`` are served (None: not
-    at all). ``simulated_nodes``: see :class:`~examples.cnclaim.pool.PoolReconciler`
-    (0 on a cluster). ``expectations_timeout``: seconds after which a
+    at all). ``expectations_timeout``: seconds after which a
     creation or deletion never seen in the cache stops holding back its owner.
     ``lease_duration``, ``renew_deadline``, ``retry_period``: leader election
     timings (controller-runtime's defaults). ``graceful_shutdown_timeout``:
@@ -66,7 +65,6 @@ class OperatorOptions:
     leader_election: bool = False
     leader_election_namespace: str | None = None
     http_addr: str | None = ":8080"
-    simulated_nodes: int = 0
     expectations_timeout: float = 30.0
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
@@ -99,8 +97,7 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions())
         .for_(CNPOOLS)
         .watches(PODS, pod_to_pool)
         .with_options(max_concurrent_reconciles=workers)
-        .complete(PoolReconciler(client, cache, index, events, pool_expectations,
-                                 simulated_nodes=options.simulated_nodes)))
+        .complete(PoolReconciler(client, cache, index, events, pool_expectations)))
     (manager.controller().named("cnclaim")
         .for_(CNCLAIMS)
         .watches(PODS, index.pod_to_claims)

@@ -5,17 +5,15 @@ Expected flow of :meth:`PoolReconciler.reconcile`:
 1. Wait while the pool's own Pod creations and deletions are not yet in the
    cache (:class:`reconcilekit.Expectations`, with a timeout: a lost event
    never freezes a pool).
-2. With simulated nodes (no scheduler or kubelet, as on the in-process API
-   server): mark Pods Running through the status subresource.
-3. Release Bound Pods held by nobody: their claim is gone and no claim names
+2. Release Bound Pods held by nobody: their claim is gone and no claim names
    them (a claim deleted while its binding was in flight).
-4. Recycle Draining Pods whose sessions are gone: back to Idle while the
+3. Recycle Draining Pods whose sessions are gone: back to Idle while the
    pool has fewer than ``spec.replicas`` Idle Pods, deleted otherwise.
-5. Create the Idle Pods that are missing, or delete the excess (Pods not
+4. Create the Idle Pods that are missing, or delete the excess (Pods not
    running first, then the newest). Every deletion carries the Pod's UID
    and resourceVersion as preconditions: an Idle Pod a claim has just taken
    answers 409 and stays.
-6. Write ``status`` (idle, bound, draining) when it changed.
+5. Write ``status`` (idle, bound, draining) when it changed.
 
 Pods are found by their ``pool-name`` label, so Pods another tool made for
 the pool count too; the Pods the pool makes carry an owner reference to it
@@ -27,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-import zlib
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Final
@@ -62,8 +59,6 @@ from .resources import (
     labels,
     name_of,
     namespace_of,
-    node_of,
-    now_rfc3339,
     pod_phase,
     spec_of,
     status_of,
@@ -93,21 +88,17 @@ def pool_expectations_handler(expectations: Expectations[Request]) -> EventHandl
 class PoolReconciler(Reconciler):
     """Reconciles CNPools; see the module docstring for the flow.
 
-    ``simulated_nodes`` > 0 stands in for the scheduler and the kubelet where
-    there are none (the in-process API server): new Pods are placed on the
-    least loaded of ``node-0`` ... ``node-<n-1>`` by ``spec.nodeName``, and
-    marked Running through the status subresource. Leave it 0 on a cluster.
+    Pods are scheduled and run by the cluster (on a cluster with no nodes,
+    a :class:`reconcilekit.testing.NodeSimulator` plays that part).
     """
 
     def __init__(self, client: Client, cache: Cache, index: Indexes,
-                 events: EventRecorder, expectations: Expectations[Request], *,
-                 simulated_nodes: int = 0) -> None:
+                 events: EventRecorder, expectations: Expectations[Request]) -> None:
         self.client = client
         self.cache = cache
         self.index = index
         self.events = events
         self.expectations = expectations
-        self.simulated_nodes = simulated_nodes
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -124,10 +115,6 @@ class PoolReconciler(Reconciler):
         pods = [p for p in await self.index.pool_pods(request.namespace, request.name)
                 if not deleting(p)]
         by_phase = Counter(pod_phase(p) for p in pods)
-        if self.simulated_nodes:
-            for pod in pods:
-                if status_of(pod).get("phase") != "Running" and node_of(pod):
-                    await self._mark_running(pod)
         for pod in pods:
             if pod_phase(pod) == PodPhase.BOUND:
                 await self._release_if_orphaned(pool, pod)
@@ -143,7 +130,7 @@ class PoolReconciler(Reconciler):
             else:
                 await self._delete(request, pod)
         if len(idle) < replicas:
-            await self._create(pool, request, replicas - len(idle), pods)
+            await self._create(pool, request, replicas - len(idle))
         elif len(idle) > replicas:
             excess = sorted(idle, key=creation_order, reverse=True)  # newest first, and
             excess.sort(key=lambda p: status_of(p).get("phase") == "Running")  # not running first
@@ -156,11 +143,9 @@ class PoolReconciler(Reconciler):
 
     # -- Pods ----------------------------------------------------------------------------------
 
-    async def _create(self, pool: Obj, request: Request, count: int, pods: list[Obj]) -> None:
+    async def _create(self, pool: Obj, request: Request, count: int) -> None:
         template = spec_of(pool).get("podTemplate") or {}
         meta = template.get("metadata") or {}
-        load = Counter({f"node-{i}": 0 for i in range(self.simulated_nodes)})
-        load.update(node_of(p) for p in pods if node_of(p) in load)
         self.expectations.expect_creations(request, count)
         for issued in range(count):
             body: Obj = {
@@ -176,18 +161,12 @@ class PoolReconciler(Reconciler):
                         "blockOwnerDeletion": True}]},
                 "spec": copy.deepcopy(template.get("spec") or {}),
             }
-            if self.simulated_nodes:
-                node = min(load, key=lambda n: (load[n], n))
-                load[node] += 1
-                body["spec"]["nodeName"] = node
             try:
-                created = await self.client.create(PODS, body, request.namespace)
+                await self.client.create(PODS, body, request.namespace)
             except Exception:
                 for _ in range(count - issued):
                     self.expectations.creation_observed(request)  # never coming
                 raise
-            if self.simulated_nodes:
-                await self._mark_running(created)
         logger.info("pool %s: created %d Idle Pod(s)", request, count)
 
     async def _delete(self, request: Request, pod: Obj) -> None:
@@ -206,16 +185,6 @@ class PoolReconciler(Reconciler):
             return await self.client.update(PODS, pod)
         except (NotFound, Conflict):
             return None  # changed since read; its event brings the pool back here
-
-    async def _mark_running(self, pod: Obj) -> None:
-        """What the kubelet would write, for simulated nodes."""
-        now, ip = now_rfc3339(), zlib.crc32(name_of(pod).encode())
-        with contextlib.suppress(NotFound):  # deleted meanwhile
-            await self.client.patch_status(PODS, name_of(pod), {"status": {
-                "phase": "Running", "startTime": now,
-                "podIP": f"10.{(ip >> 16) & 255}.{(ip >> 8) & 255}.{ip & 255 or 1}",
-                "conditions": [{"type": "Ready", "status": "True",
-                                "lastTransitionTime": now}]}}, namespace_of(pod))
 
     async def _release_if_orphaned(self, pool: Obj, pod: Obj) -> None:
         """Release a Bound Pod that no claim holds or names (checked live before writing)."""

@@ -2,21 +2,31 @@
 
 * :class:`APIServer`: an in-process Kubernetes API server speaking the real
   wire protocol over HTTP, with fault injection.
+* :class:`ControlPlane`: a real etcd, kube-apiserver and kube-controller-manager
+  started from a directory of binaries (envtest's ``KUBEBUILDER_ASSETS``).
+* :class:`NodeSimulator`: the scheduler's and kubelet's part for a cluster
+  with no nodes.
 * :class:`FakeClock`: a clock that only moves when the test says so.
 """
 
 from ._apiserver import APIServer as APIServer
 from ._cluster import Cluster as Cluster
 from ._cluster import HTTPResult as HTTPResult
+from ._control_plane import ControlPlane as ControlPlane
+from ._control_plane import ControlPlaneError as ControlPlaneError
 from ._eventually import eventually as eventually
 from ._fake_clock import FakeClock as FakeClock
 from ._faults import Faults as Faults
+from ._nodes import NodeSimulator as NodeSimulator
 
 __all__ = [
     "APIServer",
     "Cluster",
+    "ControlPlane",
+    "ControlPlaneError",
     "FakeClock",
     "Faults",
     "HTTPResult",
+    "NodeSimulator",
     "eventually",
 ]

@@ -1,8 +1,9 @@
 """``Cluster``: what a test talks to, the in-process server or a real cluster.
 
-The same test runs both ways: against :class:`APIServer` by default, or
-against the cluster a kubeconfig names (``RECONCILEKIT_TEST_KUBECONFIG``), in
-a namespace of its own that is removed afterwards. Fault injection exists
+The same test runs three ways: against :class:`APIServer` by default, against
+a :class:`ControlPlane` started from real binaries, or against the cluster a
+kubeconfig names, each test in a namespace of its own that is removed
+afterwards. Fault injection exists
 only in-process; touching :attr:`Cluster.faults` against a real cluster skips
 the test with a reason saying so.
 """
@@ -27,7 +28,7 @@ __all__ = ["Cluster", "HTTPResult"]
 
 KUBECONFIG_ENV = "RECONCILEKIT_TEST_KUBECONFIG"
 NO_FAULTS_REASON = ("fault injection needs reconcilekit's in-process API server; "
-              f"{KUBECONFIG_ENV} points the tests at a real cluster")
+                    "these tests run against a real kube-apiserver")
 
 
 class HTTPResult:
@@ -177,9 +178,17 @@ class Cluster:
 
 
 @asynccontextmanager
-async def open_cluster(kubeconfig: str | None) -> AsyncIterator[Cluster]:
-    """The in-process server, or the cluster of ``kubeconfig`` in a fresh namespace."""
-    if not kubeconfig:
+async def open_cluster(kubeconfig: str | Path | None = None, *,
+                       configuration: Any = None) -> AsyncIterator[Cluster]:
+    """The in-process server, or a real API server in a fresh namespace of the test's own.
+
+    A real server is named by ``kubeconfig`` (a path) or by a kubernetes-asyncio
+    ``configuration`` (a :class:`ControlPlane`'s, say; ``kubeconfig`` then names
+    the file a subprocess should use). The namespace is usable when this
+    yields: where the cluster makes ServiceAccounts (kube-controller-manager
+    runs), its ``default`` one exists. It is deleted afterwards.
+    """
+    if kubeconfig is None and configuration is None:
         async with APIServer() as server:
             cluster = Cluster(server.configuration(), server=server)
             try:
@@ -187,20 +196,43 @@ async def open_cluster(kubeconfig: str | None) -> AsyncIterator[Cluster]:
             finally:
                 await cluster.close()
         return
-    from kubernetes_asyncio import config
-    from kubernetes_asyncio.client import Configuration
+    if configuration is None:
+        from kubernetes_asyncio import config
+        from kubernetes_asyncio.client import Configuration
 
-    cfg = Configuration()
-    await config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        configuration = Configuration()
+        await config.load_kube_config(config_file=str(kubeconfig),
+                                      client_configuration=configuration)
     namespace = f"rk-test-{secrets.token_hex(4)}"
-    cluster = Cluster(cfg, namespace=namespace, kubeconfig_path=Path(kubeconfig))
-    made = await cluster.request("POST", "/api/v1/namespaces", json={
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    if made.status != 201:
-        await cluster.close()
-        raise RuntimeError(f"could not create test namespace {namespace}: {made.body}")
+    cluster = Cluster(configuration, namespace=namespace,
+                      kubeconfig_path=Path(kubeconfig) if kubeconfig else None)
     try:
+        made = await cluster.request("POST", "/api/v1/namespaces", json={
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        if made.status != 201:
+            raise RuntimeError(f"could not create test namespace {namespace}: "
+                               f"{made.status} {made.body}")
+        await _wait_for_default_service_account(cluster)
         yield cluster
     finally:
         await cluster.request("DELETE", f"/api/v1/namespaces/{namespace}")
         await cluster.close()
+
+
+async def _wait_for_default_service_account(cluster: Cluster, within: float = 30.0) -> None:
+    """Wait until the namespace's ``default`` ServiceAccount exists, if the cluster makes them.
+
+    Pods are refused in a namespace without it (the ServiceAccount admission
+    plugin); kube-controller-manager creates it a moment after the namespace.
+    A cluster whose own ``default`` namespace has none does not make them.
+    """
+    path = "/api/v1/namespaces/{}/serviceaccounts/default"
+    if (await cluster.request("GET", path.format("default"))).status == 404:
+        return
+    with anyio.move_on_after(within):
+        while True:  # polling the API server: nothing in this process can signal it
+            if (await cluster.request("GET", path.format(cluster.namespace))).status == 200:
+                return
+            await anyio.sleep(0.05)
+    raise RuntimeError(f"namespace {cluster.namespace} has no default ServiceAccount after "
+                       f"{within:g}s; is kube-controller-manager running?")

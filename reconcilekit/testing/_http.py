@@ -144,6 +144,10 @@ class Handler:
                 return await serve_watch(self.storage, req, request, self._filter(
                     req, request.query), self.settings.bookmark_interval,
                     self.settings.watch_buffer)
+            case "create" if req.subresource == "binding":
+                self.writes.bind(req, await _body(request), self._manager(request))
+                return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                       "status": "Success", "code": 201}, 201)
             case "create":
                 obj = self.writes.create(req, await _body(request), self._manager(request))
                 return _json_response(self._out(req, obj), 201)

@@ -55,7 +55,9 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
         raise APIError.not_found_path()
     name = rest[1] if len(rest) >= 2 else None
     sub = rest[2] if len(rest) == 3 else None
-    if sub is not None and (sub != "status" or not rtype.status_subresource):
+    if sub is not None and not ((sub == "status" and rtype.status_subresource)
+                                or (sub == "binding" and rtype.resource.plural == "pods"
+                                and rtype.resource.group == "")):
         raise APIError.not_found_path()
     if not rtype.resource.namespaced and namespace is not None:
         raise APIError.not_found_path()
@@ -67,6 +69,10 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
 def verb_for(method: str, req: ResourceRequest, watch: bool) -> str:
     """kube-apiserver's verb for an HTTP method on a resource path (405 if none)."""
     collection = req.name is None
+    if req.subresource == "binding":  # create-only, like kube-apiserver's pods/binding
+        if method != "POST":
+            raise APIError.method_not_allowed()
+        return "create"
     if req.subresource and method not in ("GET", "PUT", "PATCH"):
         raise APIError.method_not_allowed()
     match method, collection:

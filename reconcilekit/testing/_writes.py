@@ -19,7 +19,7 @@ from ._lifecycle import Lifecycle
 from ._patch import PatchError, json_patch, merge_patch
 from ._requests import ResourceRequest
 from ._status import APIError, Cause
-from ._storage import Storage
+from ._storage import Storage, timestamp
 from ._strategic_patch import patch_schema_for, strategic_merge_patch
 from ._validation import normalize_microtimes, validate_crd, validate_name
 
@@ -47,14 +47,16 @@ class Writes:
             body = dict(body, apiVersion=r.api_version, kind=r.kind)
         elif not kind:
             raise APIError.bad_request(f"Object 'Kind' is missing in '{short(body)}'")
-        elif api_version != r.api_version:
+        elif api_version != r.api_version:  # the decoder's errors, as kube-apiserver 1.28's
+            version = str(api_version).rpartition("/")[2]
             raise APIError.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected "
-                f"API version ({r.api_version})")
+                f'{kind} in version "{version}" cannot be handled as a {r.kind}: no kind '
+                f'"{kind}" is registered for version "{api_version}" in scheme '
+                '"pkg/runtime/scheme.go:100"')
         elif kind != r.kind:
             raise APIError.bad_request(
-                f'{kind} in version "{r.version}" cannot be handled as a {r.kind}: the kind in '
-                f"the data ({kind}) does not match the expected kind ({r.kind})")
+                f'{kind} in version "{r.version}" cannot be handled as a {r.kind}: converting '
+                f"({r.version}.{kind}) to ({r.group or 'core'}.{r.kind}): unknown conversion")
         meta = body.get("metadata")
         if meta is None:
             body["metadata"] = {}
@@ -140,6 +142,44 @@ class Writes:
         return self.storage.update(req.rtype, req.namespace or "", req.name,
                                    copy.deepcopy(body), subresource=req.subresource,
                                    manager=manager, check_rv=True)
+
+    def bind(self, req: ResourceRequest, body: Obj, manager: str) -> Obj:
+        """``POST pods/NAME/binding``: what the scheduler writes, as kube-apiserver does it.
+
+        Sets ``spec.nodeName`` (once: a bound Pod answers 409), adds the
+        binding's annotations and a PodScheduled=True condition, in one write.
+        """
+        assert req.name is not None
+        ns, name = req.namespace or "", req.name
+        target = body.get("target") if isinstance(body, dict) else None
+        node = target.get("name") if isinstance(target, dict) else None
+        if not node or not isinstance(node, str):
+            raise APIError(500, "", "target.name: Required value")
+        pod = self.storage.get(req.rtype, ns, name)
+        meta: Obj = body.get("metadata") or {} if isinstance(body, dict) else {}
+        if not isinstance(meta, dict):
+            raise APIError.bad_request("metadata must be an object")
+        uid = meta.get("uid")
+        if uid and uid != pod["metadata"]["uid"]:
+            raise APIError.conflict("pods", name, "Precondition failed: UID in precondition: "
+                                    f"{uid}, UID in object meta: {pod['metadata']['uid']}")
+        assigned = (pod.get("spec") or {}).get("nodeName")
+        if assigned:
+            raise APIError.conflict("pods/binding", name,
+                                    f'pod {name} is already assigned to node "{assigned}"')
+        bound = copy.deepcopy(pod)
+        bound.setdefault("spec", {})["nodeName"] = node
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and annotations:
+            bound["metadata"]["annotations"] = {
+                **(bound["metadata"].get("annotations") or {}), **annotations}
+        status = bound.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": timestamp(self.storage.now())})
+        status["conditions"] = conditions
+        return self.storage.update(req.rtype, ns, name, bound, subresource="binding",
+                                   manager=manager, check_rv=False)
 
     def patch(self, req: ResourceRequest, content_type: str, raw: bytes,
               manager: str, field_manager_given: bool) -> tuple[int, Obj]:

@@ -51,7 +51,7 @@ from examples.cnclaim.resources import (
     PODS,
 )
 from reconcilekit import Client, LeadershipLost, Manager, NotFound, Reconciler, Request, Result
-from reconcilekit.testing import APIServer, Faults
+from reconcilekit.testing import APIServer, Faults, NodeSimulator
 
 pytestmark = pytest.mark.in_process_only
 
@@ -145,7 +145,7 @@ class Operators:
                 async with Client(self.server.configuration()) as client:
                     manager = build_operator(client, OperatorOptions(
                         namespace=NS, workers=3, leader_election=True, http_addr=None,
-                        simulated_nodes=3, expectations_timeout=5.0, lease_duration=1.0,
+                        expectations_timeout=5.0, lease_duration=1.0,
                         renew_deadline=0.7, retry_period=0.2, graceful_shutdown_timeout=5.0,
                         relist_period=3.0))
                     for controller in manager.controllers:
@@ -342,6 +342,7 @@ async def test_the_operator_converges_under_chaos() -> None:
         await install_crds(client)
         workload = Workload(client, random.Random(rng.random()))
         async with anyio.create_task_group() as tg:
+            await tg.start(NodeSimulator(client, nodes=3, namespace=NS).run)
             operators = Operators(server, tg, referee)
             await operators.start(0)
             await operators.start(1)

@@ -1,9 +1,9 @@
 """Helpers for the CNClaim example's tests: run the operator, make Pods and claims, wait.
 
-Pods stand in for what a pool or another tool provisions. On the in-process
-API server (no scheduler, no kubelet) a helper writes what those would:
-``spec.nodeName`` and ``status.phase: Running``; on a real cluster the Pod
-runs a pause container and the helper waits for it to run.
+Pods stand in for what a pool or another tool provisions. No backend the
+tests run on has a scheduler or a kubelet: a :class:`NodeSimulator` plays
+their part next to the operator, and ``idle_pod`` writes what they would
+(``spec.nodeName`` and ``status.phase: Running``) for Pods made before it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from examples.cnclaim.resources import (
     spec_of,
 )
 from reconcilekit import Client, EventHandler, Informer, Manager, NotFound
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, NodeSimulator
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -69,9 +69,9 @@ async def running_operator(cluster: Cluster, client: Client, *, workers: int = 2
                            **options: Any) -> AsyncIterator[Manager]:
     """The operator running on ``client`` in the cluster's namespace until the block ends."""
     manager = build_operator(client, OperatorOptions(
-        namespace=cluster.namespace, workers=workers, http_addr=None,
-        simulated_nodes=3 if cluster.in_process else 0, **options))
-    async with anyio.create_task_group() as tg:
+        namespace=cluster.namespace, workers=workers, http_addr=None, **options))
+    async with NodeSimulator(client, nodes=3, namespace=cluster.namespace), \
+            anyio.create_task_group() as tg:
         await tg.start(manager.run)
         await eventually(lambda: _ready(manager), what="operator ready")
         try:
@@ -86,22 +86,18 @@ async def _ready(manager: Manager) -> bool:
 
 async def idle_pod(cluster: Cluster, client: Client, pool: str, *, node: str = "node-0",
                    extra_labels: dict[str, str] | None = None) -> Obj:
-    """An Idle, running CN Pod labelled with ``pool`` (as if another tool provisioned it)."""
-    spec = dict(POD_SPEC, nodeName=node) if cluster.in_process else dict(POD_SPEC)
+    """An Idle, running CN Pod labelled with ``pool`` (as if another tool provisioned it).
+
+    It is placed on ``node`` and reported Running here, as a scheduler and a
+    kubelet would, so it is ready before any node simulator runs.
+    """
     pod = await client.create(PODS, {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"generateName": f"{pool}-", "labels": {
             POOL_LABEL: pool, PHASE_LABEL: "Idle", **(extra_labels or {})}},
-        "spec": spec}, cluster.namespace)
-    if cluster.in_process:
-        return await client.patch_status(PODS, name_of(pod), {"status": {"phase": "Running"}},
-                                         cluster.namespace)
-
-    async def running() -> Obj | None:
-        got = await client.get(PODS, name_of(pod), cluster.namespace)
-        return got if (got.get("status") or {}).get("phase") == "Running" else None
-
-    return await eventually(running, within=120, what=f"Pod {name_of(pod)} Running")
+        "spec": dict(POD_SPEC, nodeName=node)}, cluster.namespace)
+    return await client.patch_status(PODS, name_of(pod), {"status": {"phase": "Running"}},
+                                     cluster.namespace)
 
 
 async def new_claim(cluster: Cluster, client: Client, name: str, pool: str,

@@ -80,14 +80,15 @@ def _kubeconfig(apiserver: Cluster, tmp_path: Path) -> Path:
 
 def _cluster_args(apiserver: Cluster, tmp_path: Path) -> list[str]:
     args = ["--kubeconfig", str(_kubeconfig(apiserver, tmp_path)),
-            "--namespace", apiserver.namespace, "--metrics-addr", "127.0.0.1:0"]
-    return args + (["--simulated-nodes", "3"] if apiserver.in_process else [])
+            "--namespace", apiserver.namespace, "--metrics-addr", "127.0.0.1:0",
+            "--install-crds"]
+    return [*args, "--simulated-nodes", "3"]
 
 
 async def test_kubeconfig_scenario_installs_the_crds_and_plays_there(apiserver: Cluster,
                                                                      tmp_path: Path) -> None:
     code, out, err = await _run(*_cluster_args(apiserver, tmp_path), "--scenario",
-                                "--leader-elect", limit=120 if apiserver.in_process else 600)
+                                "--leader-elect", limit=120)
     assert code == 0, out + err
     assert "step 8: delete CNClaimSet web" in out and "Traceback" not in err
     async with Client(apiserver.configuration) as client:

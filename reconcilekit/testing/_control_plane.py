@@ -1,0 +1,399 @@
+"""``ControlPlane``: a real etcd, kube-apiserver and kube-controller-manager for tests.
+
+The envtest convention: the binaries come from an *assets* directory
+(``KUBEBUILDER_ASSETS``, as setup-envtest fills it, or
+``RECONCILEKIT_TEST_ASSETS``, or a path given in code). There is no kubelet and
+no scheduler; :class:`reconcilekit.testing.NodeSimulator` plays their part.
+
+Expected flow::
+
+    async with ControlPlane() as plane:          # or plane.start() / plane.stop()
+        async with Client(plane.configuration()) as client:
+            ...
+        plane.write_kubeconfig("kubeconfig")     # for kubectl or a subprocess
+
+Guarantees:
+  * Every component listens on loopback, on ports free at start; the data
+    directory, the admin token, the service-account key pair and the serving
+    certificate (and the CA that signed it, which clients verify) are made
+    anew in a temporary directory, removed by :meth:`stop`.
+  * :meth:`start` returns when kube-apiserver answers ``/readyz`` and, with
+    kube-controller-manager, when the ``default`` ServiceAccount exists (a
+    namespace is usable from then on). A component that exits or does not
+    get ready in time raises :class:`ControlPlaneError` naming it, with the
+    tail of its log; whatever had started is stopped.
+  * No process outlives its owner: :meth:`stop` sends SIGTERM to each
+    component's process group and SIGKILL after a bound; each component also
+    gets the parent-death signal (SIGKILL), so a test process that is killed
+    outright takes them along. Processes are started from the calling thread
+    (the parent-death signal follows the thread that forked).
+
+Start-up is synchronous (processes and files only, nothing bound to an
+event loop), so one control plane can serve a whole pytest session whose
+tests each run their own loop; ``async with`` runs the waiting in a worker
+thread after starting the processes from the event loop's thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio.to_thread
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from ._tls import ServingCertificate
+
+__all__ = ["ASSETS_ENV", "ControlPlane", "ControlPlaneError", "assets_from_env"]
+
+ASSETS_ENV = ("RECONCILEKIT_TEST_ASSETS", "KUBEBUILDER_ASSETS")
+_ETCD, _APISERVER, _KCM = "etcd", "kube-apiserver", "kube-controller-manager"
+_PR_SET_PDEATHSIG = 1
+_LOG_TAIL = 20
+_POLL = 0.05
+
+
+class ControlPlaneError(RuntimeError):
+    """A component could not be started; the message names it and ends with its log's tail."""
+
+
+def assets_from_env() -> Path | None:
+    """The assets directory named by ``RECONCILEKIT_TEST_ASSETS`` or ``KUBEBUILDER_ASSETS``."""
+    for name in ASSETS_ENV:
+        value = os.environ.get(name)
+        if value:
+            return Path(value)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _probe(url: str, *, token: str | None = None, ca_file: Path | None = None,
+           body_contains: bytes = b"") -> bool:
+    """True if a GET of ``url`` answers 200 (and its body holds ``body_contains``)."""
+    context = ssl.create_default_context(cafile=str(ca_file)) if ca_file else None
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}
+                                     if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
+            return response.status == 200 and body_contains in response.read()
+    except (OSError, ValueError):  # refused, reset, TLS not up yet, 5xx/4xx (HTTPError)
+        return False
+
+
+def _log_tail(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-_LOG_TAIL:]) or "(empty log)"
+
+
+class _Component:
+    __slots__ = ("log", "name", "process")
+
+    def __init__(self, name: str, process: subprocess.Popen[bytes], log: Path) -> None:
+        self.name, self.process, self.log = name, process, log
+
+    def failed(self, what: str) -> ControlPlaneError:
+        return ControlPlaneError(f"{self.name} {what}; last lines of {self.log}:\n"
+                                 f"{_log_tail(self.log)}")
+
+    def check_running(self) -> None:
+        code = self.process.poll()
+        if code is not None:
+            raise self.failed(f"exited with code {code} during start-up")
+
+    def stop(self, grace: float) -> None:
+        process = self.process
+        if process.poll() is None:
+            _signal_group(process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(grace)
+        _signal_group(process.pid, signal.SIGKILL)  # and anything it started
+        process.wait()
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+class ControlPlane:
+    """etcd, kube-apiserver and (when its binary is there) kube-controller-manager.
+
+    ``assets``: the directory holding the binaries (default: from the
+    environment, see :data:`ASSETS_ENV`). ``controller_manager``: None starts
+    it when its binary is present. ``start_timeout``: seconds for the whole
+    start-up. ``apiserver_flags``: extra ``--flag=value`` arguments.
+    """
+
+    def __init__(self, assets: str | Path | None = None, *,
+                 controller_manager: bool | None = None, start_timeout: float = 60.0,
+                 apiserver_flags: tuple[str, ...] = ()) -> None:
+        resolved = Path(assets) if assets is not None else assets_from_env()
+        if resolved is None:
+            raise ControlPlaneError(
+                "no assets directory: pass one, or set " + " or ".join(ASSETS_ENV)
+                + " to a directory holding etcd and kube-apiserver")
+        self.assets = resolved
+        self._binaries = {name: self.assets / name for name in (_ETCD, _APISERVER, _KCM)}
+        for name in (_ETCD, _APISERVER):
+            if not os.access(self._binaries[name], os.X_OK):
+                raise ControlPlaneError(f"{name} is not an executable file in {self.assets}")
+        if controller_manager is None:
+            controller_manager = os.access(self._binaries[_KCM], os.X_OK)
+        elif controller_manager and not os.access(self._binaries[_KCM], os.X_OK):
+            raise ControlPlaneError(f"{_KCM} is not an executable file in {self.assets}")
+        self.controller_manager = controller_manager
+        self.start_timeout = start_timeout
+        self.apiserver_flags = apiserver_flags
+        self.token = secrets.token_urlsafe(24)
+        self._dir: Path | None = None
+        self._components: list[_Component] = []
+        self._port = 0
+        self._deadline = 0.0
+        self._etcd_url = ""
+        self.startup_seconds: float | None = None
+
+    # -- starting ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start every component and wait until the control plane is usable (blocking)."""
+        begun = time.monotonic()
+        try:
+            for check, component, what in self._steps():
+                while not check():
+                    self._not_yet(component, what)
+                    time.sleep(_POLL)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - begun
+
+    async def start_async(self) -> None:
+        """:meth:`start` without blocking the event loop: processes start in this thread,
+        readiness is probed from a worker thread."""
+        begun = time.monotonic()
+        steps = self._steps()
+        try:
+            for check, component, what in steps:
+                while not await anyio.to_thread.run_sync(check):
+                    self._not_yet(component, what)
+                    await anyio.sleep(_POLL)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - begun
+
+    def _steps(self) -> Iterator[tuple[Callable[[], bool], _Component, str]]:
+        """Spawn each component in turn; yield (ready check, component, what it waits for)."""
+        self._deadline = time.monotonic() + self.start_timeout
+        self._prepare()
+        yield self._etcd_healthy, self._spawn_etcd(), "become healthy"
+        yield self._apiserver_ready, self._spawn_apiserver(), "become ready"
+        if self.controller_manager:
+            yield (self._default_service_account, self._spawn_controller_manager(),
+                   "create the default ServiceAccount")
+
+    def _not_yet(self, component: _Component, what: str) -> None:
+        component.check_running()
+        if time.monotonic() > self._deadline:
+            raise component.failed(f"did not {what} within {self.start_timeout:g}s")
+
+    def _prepare(self) -> None:
+        if self._dir is not None:
+            raise RuntimeError("ControlPlane is already started")
+        self._dir = Path(tempfile.mkdtemp(prefix="reconcilekit-control-plane-"))
+        d = self._dir
+        (d / "tokens.csv").write_text(f"{self.token},admin,admin-uid,system:masters\n")
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        (d / "sa.key").write_bytes(key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption()))
+        (d / "sa.pub").write_bytes(key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        cert = ServingCertificate.generate(
+            ("127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
+             "kubernetes.default.svc", "10.0.0.1"), common_name="kube-apiserver")
+        (d / "ca.crt").write_bytes(cert.ca_pem)
+        (d / "apiserver.crt").write_bytes(cert.cert_pem)
+        (d / "apiserver.key").write_bytes(cert.key_pem)
+        self._port = _free_port()
+
+    def _spawn(self, name: str, args: list[str]) -> _Component:
+        assert self._dir is not None
+        log = self._dir / f"{name}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [str(self._binaries[name]), *args], stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_die_with_parent)
+        component = _Component(name, process, log)
+        self._components.append(component)
+        return component
+
+    def _spawn_etcd(self) -> _Component:
+        assert self._dir is not None
+        client, peer = _free_port(), _free_port()
+        self._etcd_url = f"http://127.0.0.1:{client}"
+        peer_url = f"http://127.0.0.1:{peer}"
+        return self._spawn(_ETCD, [
+            f"--data-dir={self._dir / 'etcd'}", f"--listen-client-urls={self._etcd_url}",
+            f"--advertise-client-urls={self._etcd_url}", f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}", f"--initial-cluster=default={peer_url}",
+            "--unsafe-no-fsync=true", "--log-level=warn"])
+
+    def _spawn_apiserver(self) -> _Component:
+        d = self._dir
+        assert d is not None
+        return self._spawn(_APISERVER, [
+            f"--etcd-servers={self._etcd_url}", f"--secure-port={self._port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--cert-dir={d / 'certs'}", f"--tls-cert-file={d / 'apiserver.crt'}",
+            f"--tls-private-key-file={d / 'apiserver.key'}",
+            f"--token-auth-file={d / 'tokens.csv'}", "--authorization-mode=RBAC",
+            f"--service-account-key-file={d / 'sa.pub'}",
+            f"--service-account-signing-key-file={d / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
+            "--shutdown-watch-termination-grace-period=2s",
+            *(() if self.controller_manager else ("--disable-admission-plugins=ServiceAccount",)),
+            *self.apiserver_flags])
+
+    def _spawn_controller_manager(self) -> _Component:
+        d = self._dir
+        assert d is not None
+        kubeconfig = self.write_kubeconfig(d / "admin.kubeconfig")
+        return self._spawn(_KCM, [
+            f"--kubeconfig={kubeconfig}", f"--service-account-private-key-file={d / 'sa.key'}",
+            f"--root-ca-file={d / 'ca.crt'}", "--leader-elect=false",
+            "--authentication-skip-lookup", "--secure-port=0",
+            "--controllers=*,-podgc,-nodeipam,-nodelifecycle"])
+
+    # -- readiness --------------------------------------------------------------------------
+
+    def _etcd_healthy(self) -> bool:
+        return _probe(f"{self._etcd_url}/health", body_contains=b'"health":"true"')
+
+    def _apiserver_ready(self) -> bool:
+        return _probe(f"{self.url}/readyz", token=self.token, ca_file=self.ca_file)
+
+    def _default_service_account(self) -> bool:
+        return _probe(f"{self.url}/api/v1/namespaces/default/serviceaccounts/default",
+                           token=self.token, ca_file=self.ca_file)
+
+    # -- stopping ---------------------------------------------------------------------------
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop every component (SIGTERM, SIGKILL after ``grace`` seconds), remove the files."""
+        components, self._components = self._components, []
+        for component in reversed(components):
+            component.stop(grace)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> ControlPlane:
+        await self.start_async()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await anyio.to_thread.run_sync(self.stop)
+
+    # -- how clients reach it ---------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._dir is not None
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the running components (etcd first)."""
+        return [c.process.pid for c in self._components]
+
+    @property
+    def url(self) -> str:
+        """``https://127.0.0.1:PORT``."""
+        if self._dir is None:
+            raise RuntimeError("ControlPlane is not started")
+        return f"https://127.0.0.1:{self._port}"
+
+    @property
+    def ca_file(self) -> Path:
+        """The CA certificate that signed kube-apiserver's serving certificate."""
+        if self._dir is None:
+            raise RuntimeError("ControlPlane is not started")
+        return self._dir / "ca.crt"
+
+    def configuration(self) -> Any:
+        """A kubernetes-asyncio ``Configuration`` for the admin user, verifying TLS."""
+        from kubernetes_asyncio.client import Configuration
+
+        cfg = Configuration(host=self.url)
+        cfg.api_key = {"BearerToken": self.token}
+        cfg.api_key_prefix = {"BearerToken": "Bearer"}
+        cfg.ssl_ca_cert = str(self.ca_file)
+        return cfg
+
+    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
+        """A kubeconfig document (as a dict) for the admin user."""
+        import base64
+
+        ca = base64.b64encode(self.ca_file.read_bytes()).decode()
+        return {
+            "apiVersion": "v1", "kind": "Config", "preferences": {},
+            "clusters": [{"name": "envtest", "cluster": {
+                "server": self.url, "certificate-authority-data": ca}}],
+            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "envtest", "context": {
+                "cluster": "envtest", "user": "admin", "namespace": namespace}}],
+            "current-context": "envtest",
+        }
+
+    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
+        """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch(mode=0o600)
+        target.write_text(yaml.safe_dump(self.kubeconfig(namespace=namespace), sort_keys=False))
+        return target
+
+    def __repr__(self) -> str:
+        return f"ControlPlane({self.url if self.running else 'stopped'}, assets={self.assets})"

@@ -1,0 +1,114 @@
+"""ControlPlane: etcd, kube-apiserver and kube-controller-manager from an assets directory.
+
+The tests that start binaries need them (``RECONCILEKIT_TEST_ASSETS`` or
+``KUBEBUILDER_ASSETS``; CI's second pass sets it) and are skipped without.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from reconcilekit import Client, Resource
+from reconcilekit.testing import ControlPlane, ControlPlaneError
+from reconcilekit.testing._control_plane import ASSETS_ENV, assets_from_env
+
+CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
+ASSETS = assets_from_env()
+needs_assets = pytest.mark.skipif(
+    ASSETS is None, reason="needs kube-apiserver and etcd binaries: set "
+    + " or ".join(ASSETS_ENV))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its parent) counts as gone
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def test_no_assets_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ASSETS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ControlPlaneError, match="RECONCILEKIT_TEST_ASSETS or KUBEBUILDER_ASSETS"):
+        ControlPlane()
+    with pytest.raises(ControlPlaneError, match=f"etcd is not an executable file in {tmp_path}"):
+        ControlPlane(tmp_path)
+
+
+@needs_assets
+async def test_start_serve_and_stop_leave_nothing_behind(tmp_path: Path) -> None:
+    async with ControlPlane(ASSETS) as plane:
+        assert plane.url.startswith("https://127.0.0.1:")
+        assert plane.startup_seconds is not None
+        pids, data = plane.pids, plane.ca_file.parent
+        assert len(pids) == (3 if plane.controller_manager else 2)
+        async with Client(plane.configuration()) as client:  # TLS verified against its CA
+            await client.create(CONFIGMAPS, {"metadata": {"name": "hello"}}, "default")
+            assert (await client.get(CONFIGMAPS, "hello", "default"))["metadata"]["uid"]
+        kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig")
+        kubectl = Path(ASSETS or ".") / "kubectl"
+        if os.access(kubectl, os.X_OK):
+            got = await anyio.run_process([str(kubectl), "--kubeconfig", str(kubeconfig),
+                                           "get", "configmap", "hello", "-o", "name"],
+                                          check=False)
+            assert got.returncode == 0, got.stderr
+            assert got.stdout.decode().strip() == "configmap/hello"
+    assert not plane.running
+    assert not [pid for pid in pids if _alive(pid)]
+    assert not data.exists()
+
+
+@needs_assets
+def test_a_killed_owner_takes_its_control_plane_along(tmp_path: Path) -> None:
+    script = tmp_path / "owner.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        from reconcilekit.testing import ControlPlane
+        plane = ControlPlane({str(ASSETS)!r}, controller_manager=False)
+        plane.start()
+        print(" ".join(map(str, plane.pids)), flush=True)
+        time.sleep(600)
+    """))
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        pids = [int(p) for p in owner.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+        owner.send_signal(signal.SIGKILL)  # no clean-up code runs
+        owner.wait()
+        deadline = time.monotonic() + 30  # the kernel signals them at once; a bound, not a timing
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in pids if _alive(p)], "etcd or kube-apiserver outlived its owner"
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        if owner.stdout is not None:
+            owner.stdout.close()
+
+
+@needs_assets
+def test_a_component_that_fails_is_named_with_its_log(tmp_path: Path) -> None:
+    assert ASSETS is not None
+    (tmp_path / "etcd").symlink_to(ASSETS / "etcd")
+    broken = tmp_path / "kube-apiserver"
+    broken.write_text("#!/bin/sh\necho 'Error: unknown flag: --secure-port'\nexit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(ControlPlaneError) as caught:
+        ControlPlane(tmp_path, start_timeout=30).start()
+    message = str(caught.value)
+    assert message.startswith("kube-apiserver exited with code 1 during start-up")
+    assert "Error: unknown flag: --secure-port" in message

@@ -1,0 +1,94 @@
+"""NodeSimulator and pods/binding: the scheduler's and kubelet's part, on every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reconcilekit import Client, NotFound, Resource
+from reconcilekit.testing import Cluster, NodeSimulator, eventually
+
+PODS = Resource("", "v1", "Pod", "pods")
+SPEC = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}]}
+
+
+def _pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {**SPEC, **spec}}
+
+
+async def _running(client: Client, ns: str, name: str) -> dict[str, Any] | None:
+    pod = await client.get(PODS, name, ns)
+    return pod if (pod.get("status") or {}).get("phase") == "Running" else None
+
+
+async def test_binding_sets_the_node_once_and_marks_the_pod_scheduled(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(PODS, _pod("p"), ns)
+    path = f"/api/v1/namespaces/{ns}/pods/p/binding"
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}
+    bound = await apiserver.request("POST", path, json=binding)
+    assert bound.status == 201 and bound.body["status"] == "Success", bound
+    pod = await client.get(PODS, "p", ns)
+    assert pod["spec"]["nodeName"] == "n1"
+    assert [(c["type"], c["status"]) for c in pod["status"]["conditions"]] == [
+        ("PodScheduled", "True")]
+    again = await apiserver.request("POST", path, json=dict(
+        binding, target={"apiVersion": "v1", "kind": "Node", "name": "n2"}))
+    assert again.status == 409, again
+    assert again.body["message"] == ('Operation cannot be fulfilled on pods/binding "p": '
+                                     'pod p is already assigned to node "n1"')
+    missing = await apiserver.request("POST", f"/api/v1/namespaces/{ns}/pods/nope/binding",
+                                      json=dict(binding, metadata={"name": "nope"}))
+    assert missing.status == 404 and missing.body["message"] == 'pods "nope" not found'
+
+
+async def test_a_binding_with_another_uid_is_a_conflict(apiserver: Cluster,
+                                                        client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(PODS, _pod("p"), ns)
+    answer = await apiserver.request("POST", f"/api/v1/namespaces/{ns}/pods/p/binding", json={
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p", "uid": "other"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}})
+    assert answer.status == 409 and "Precondition failed: UID in precondition: other" in (
+        answer.body["message"]), answer
+    assert "nodeName" not in (await client.get(PODS, "p", ns))["spec"]
+
+
+async def test_simulated_nodes_schedule_run_and_finish_deleting_pods(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    async with NodeSimulator(client, nodes=2, namespace=ns) as nodes:
+        for i in range(4):
+            await client.create(PODS, _pod(f"p{i}"), ns)
+        await client.create(PODS, _pod("placed", nodeName="elsewhere"), ns)
+        pods = [await eventually(lambda i=i: _running(client, ns, f"p{i}"),
+                                 what=f"p{i} Running") for i in range(4)]
+        assert {p["spec"]["nodeName"] for p in pods} <= {"sim-node-0", "sim-node-1"}
+        for pod in pods:
+            status = pod["status"]
+            assert status["podIP"] and status["startTime"]
+            assert {c["type"] for c in status["conditions"] if c["status"] == "True"} >= {
+                "Ready", "PodScheduled"}
+            assert [s["ready"] for s in status["containerStatuses"]] == [True]
+        placed = await eventually(lambda: _running(client, ns, "placed"), what="placed Running")
+        assert placed["spec"]["nodeName"] == "elsewhere"  # bound by its maker: left there
+        await client.delete(PODS, "p0", ns)  # graceful: the kubelet finishes it
+
+        async def gone() -> bool:
+            try:
+                await client.get(PODS, "p0", ns)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(gone, what="p0 deleted for good")
+    assert nodes.bound == 4 and nodes.started >= 5
+
+
+async def test_node_simulator_refuses_no_nodes(client: Client) -> None:
+    with pytest.raises(ValueError, match="at least one node"):
+        NodeSimulator(client, nodes=0)
