@@ -46,6 +46,7 @@ from ._finalizers import add_finalizer as add_finalizer
 from ._finalizers import delete_then_release as delete_then_release
 from ._finalizers import finalize as finalize
 from ._finalizers import remove_finalizer as remove_finalizer
+from ._http_endpoints import EndpointsError as EndpointsError
 from ._informer import EventHandler as EventHandler
 from ._informer import Informer as Informer
 from ._informer import InformerStatistics as InformerStatistics
@@ -126,6 +127,7 @@ __all__ = [
     "Controller",
     "ControllerBuilder",
     "ControllerMetrics",
+    "EndpointsError",
     "EventHandler",
     "EventRecorder",
     "EventRecorderStatistics",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,14 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.aiohttp import make_aiohttp_handler
 
-__all__ = ["serve_endpoints", "split_address"]
+__all__ = ["EndpointsError", "serve_endpoints", "split_address"]
+
+
+class EndpointsError(OSError):
+    """The metrics and health endpoints cannot be served (the address is taken, say).
+
+    Its message names the address and the reason in one line, for a CLI to print.
+    """
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -45,7 +53,14 @@ async def serve_endpoints(address: str, registry: CollectorRegistry,
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, reuse_address=True)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as err:
+            reason = os.strerror(err.errno).lower() if err.errno else str(err)
+            failure = EndpointsError(f"cannot serve /metrics, /healthz and /readyz on "
+                                     f"{address}: {reason}")
+            failure.errno = err.errno
+            raise failure from None
         sockets: Any = getattr(site._server, "sockets", None) or ()
         on_port(int(sockets[0].getsockname()[1]) if sockets else port)
         task_status.started()

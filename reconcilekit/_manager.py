@@ -39,7 +39,7 @@ from ._clock import Clock, SystemClock
 from ._controller import Controller
 from ._events import EventRecorder
 from ._expectations import Expectations, PrometheusExpectationMetrics
-from ._http_endpoints import serve_endpoints, split_address
+from ._http_endpoints import EndpointsError, serve_endpoints, split_address
 from ._leaderelection import LeaderElector, LeadershipLost
 from ._metrics import CacheMetricsCollector, ControllerMetrics, LeaderElectionMetrics
 from ._queue_metrics import PrometheusQueueMetrics
@@ -159,7 +159,7 @@ class Manager:
             async with anyio.create_task_group() as tg:
                 await self._run(tg, task_status)
         except BaseExceptionGroup as group:
-            for expected in (LeadershipLost, CacheSyncTimeout):
+            for expected in (LeadershipLost, CacheSyncTimeout, EndpointsError):
                 found = _first(group, expected)
                 if found is not None:
                     raise found from None
@@ -221,14 +221,15 @@ class Manager:
     async def serve(self) -> int:
         """Run until SIGTERM or SIGINT, then shut down gracefully; returns the exit code.
 
-        0 after a clean shutdown; 1 when the Lease was lost or the caches did
-        not sync (logged with the reason).
+        0 after a clean shutdown; 1 when the Lease was lost, the caches did
+        not sync or the endpoints could not be served (logged in one line
+        with the reason).
         """
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._stop_on_signal)
             try:
                 await self.run()
-            except (LeadershipLost, CacheSyncTimeout) as err:
+            except (LeadershipLost, CacheSyncTimeout, EndpointsError) as err:
                 logger.error("exiting: %s", err)
                 return 1
             finally:

@@ -19,6 +19,7 @@ from reconcilekit import (
     Cache,
     CacheSyncTimeout,
     Client,
+    EndpointsError,
     Manager,
     NotFound,
     Reconciler,
@@ -120,6 +121,21 @@ async def _equals(value: Any, expected: Any) -> bool:
 async def test_readyz_is_unready_until_caches_sync(client: Client) -> None:
     manager = Manager(client, http_addr=None)
     assert manager.ready() == (False, "caches not synced")
+
+
+async def test_an_endpoint_address_in_use_fails_the_run_with_one_clear_error(
+        client: Client) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        with pytest.raises(EndpointsError) as caught:  # not wrapped in an exception group
+            await Manager(client, http_addr=address).run()
+        assert await Manager(client, http_addr=address).serve() == 1
+    assert str(caught.value) == (f"cannot serve /metrics, /healthz and /readyz on {address}: "
+                                 "address already in use")
 
 
 async def test_sync_timeout_names_the_missing_resource(client: Client) -> None:

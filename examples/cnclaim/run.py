@@ -7,7 +7,7 @@ from typing import Final
 import anyio
 import anyio.abc
 
-from reconcilekit import CacheSyncTimeout, Client, LeadershipLost, Manager
+from reconcilekit import CacheSyncTimeout, Client, EndpointsError, LeadershipLost, Manager
 
 from .scenario import Progress, Scenario, render_tables
 
@@ -17,7 +17,8 @@ _STARTUP_TIMEOUT: Final = 60.0
 
 
 class OperatorFailed(RuntimeError):
-    """The operator stopped on its own (caches did not sync, or the Lease was lost)."""
+    """The operator stopped on its own (caches did not sync, the Lease was lost, or its
+    metrics and health endpoints could not be served)."""
 
 
 async def play_with_operator(client: Client, manager: Manager, namespace: str, *,
@@ -34,7 +35,7 @@ async def play_with_operator(client: Client, manager: Manager, namespace: str, *
         async def operate(*, task_status: anyio.abc.TaskStatus[None]) -> None:
             try:
                 await manager.run(task_status=task_status)
-            except (CacheSyncTimeout, LeadershipLost) as err:
+            except (CacheSyncTimeout, LeadershipLost, EndpointsError) as err:
                 failures.append(OperatorFailed(str(err)))
                 tg.cancel_scope.cancel()
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,17 @@ async def test_a_step_that_does_not_converge_exits_one_naming_it() -> None:
     assert re.search(r"^error: step 1 \(6 Idle Pods running\) did not converge within "
                      r"0.001s; last seen: ", err, re.MULTILINE), err
     assert "Traceback" not in err
+
+
+async def test_a_metrics_address_in_use_is_one_line_and_status_one() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        code, _, err = await _run("--metrics-addr", address, limit=60)
+    assert code == 1
+    assert err.strip() == (f"error: cannot serve /metrics, /healthz and /readyz on {address}: "
+                           "address already in use"), err
 
 
 @pytest.mark.parametrize(("args", "message"), [
