@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "performance.md"
-BENCHMARKS = ("apiserver", "workqueue", "store", "informer", "e2e")
+BENCHMARKS = ("apiserver", "control_plane", "workqueue", "store", "informer", "e2e")
 QUICK_CAPABLE = {"e2e"}
 
 

@@ -79,6 +79,7 @@ from .resources import (
     spec_of,
     status_of,
 )
+from .spec import spec_problem
 from .status import set_status
 
 __all__ = ["ClaimReconciler", "selector_matches", "selector_string"]
@@ -153,6 +154,10 @@ class ClaimReconciler(Reconciler):
         return outcome if isinstance(outcome, Result) else Result.done()
 
     async def apply(self, claim: Obj) -> Result:
+        problem = spec_problem(claim)
+        if problem is not None:  # retrying cannot help: say so once, on the claim
+            self.events.event(claim, "Warning", "InvalidSpec", problem)
+            raise TerminalError(problem)
         spec = spec_of(claim)
         if spec.get("sourcePod"):
             return await self.migrate(claim)
@@ -164,11 +169,7 @@ class ClaimReconciler(Reconciler):
 
     async def _selector_candidates(self, claim: Obj) -> list[Obj]:
         """The Pods a claim without a pool selects, before any is checked for being bindable."""
-        selector = spec_of(claim).get("selector") or {}
-        if not selector:
-            self.events.event(claim, "Warning", "InvalidSpec",
-                              "spec.poolName or spec.selector is required")
-            raise TerminalError("spec.poolName or spec.selector is required")
+        selector = spec_of(claim).get("selector") or {}  # (checked by spec_problem)
         return await self.cache.list(PODS, namespace_of(claim),
                                      label_selector=selector_string(selector))
 

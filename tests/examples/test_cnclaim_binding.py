@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import pytest
@@ -16,7 +17,7 @@ from examples.cnclaim.resources import (
     labels,
     name_of,
 )
-from reconcilekit import Client
+from reconcilekit import Client, Request, Resource
 from reconcilekit.testing import Cluster
 
 from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
@@ -80,3 +81,33 @@ async def test_a_claim_prefers_the_pod_it_held_last_over_the_oldest(apiserver: C
     async with running_operator(apiserver, client):
         assert await eventually(lambda: bound_to(client, ns, "returning"),
                                 what="Bound") == name_of(held)
+
+
+EVENTS = Resource("", "v1", "Event", "events")
+
+
+@pytest.mark.parametrize(("selector", "message"), [
+    ({"matchExpressions": [{"key": "zone", "operator": "In"}]},
+     "spec.selector.matchExpressions[0].values: must be specified when operator is In"),
+    ({"matchLabels": {"tier": "olap db"}},
+     "spec.selector.matchLabels.tier: found 'db', expected: ',' or 'end of string'"),
+])
+async def test_a_spec_the_schema_lets_through_but_the_code_cannot_use_is_terminal(
+        apiserver: Cluster, client: Client, selector: dict[str, Any], message: str) -> None:
+    """Accepted by the CRD's schema on kube-apiserver too: a Warning Event names the
+    field, and the claim is not retried (no traceback, no backoff loop)."""
+    ns = apiserver.namespace
+    await client.create(CNCLAIMS, {
+        "apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
+        "metadata": {"name": "bad"}, "spec": {"selector": selector}}, ns)
+
+    async def warning() -> dict[str, Any] | None:
+        listed = await client.list(EVENTS, ns, field_selector="involvedObject.name=bad")
+        return next((e for e in listed["items"] if e["reason"] == "InvalidSpec"), None)
+
+    async with running_operator(apiserver, client) as manager:
+        event = await eventually(warning, what="an InvalidSpec Warning Event")
+        (claims,) = [c for c in manager.controllers if c.name == "cnclaim"]
+        assert claims.queue.num_requeues(Request(ns, "bad")) == 0
+        assert claims.queue.statistics().waiting == 0
+    assert event["type"] == "Warning" and event["message"] == message

@@ -1,14 +1,21 @@
 """The CNClaim example's manifests: CRDs, least-privilege RBAC, the Deployment.
 
-No cluster was at hand to check the RBAC against a real authorizer, so the
-test records every request the operator sends during a whole scenario
-(leader election on) and checks each against the rules of rbac.yaml.
+In-process (no authorizer) a test records every request the operator sends
+during a whole scenario (leader election on) and checks each against the
+rules of rbac.yaml; on kube-apiserver the operator runs as its own
+ServiceAccount under those rules.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,10 +25,12 @@ import yaml
 
 from examples.cnclaim import OperatorOptions, build_operator
 from examples.cnclaim.operator import MANIFESTS, load_crds
+from examples.cnclaim.resources import CNPOOLS
 from examples.cnclaim.run import play_with_operator
 from examples.cnclaim.scenario import Progress
 from reconcilekit import Client, RequestRecord
 from reconcilekit.testing import Cluster, NodeSimulator
+from reconcilekit.testing._control_plane import assets_from_env
 
 from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
 
@@ -30,6 +39,9 @@ from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_clai
 async def client(apiserver: Cluster) -> AsyncIterator[Client]:
     async with cnclaim_client(apiserver) as c:
         yield c
+
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _docs(name: str) -> list[dict[str, Any]]:
@@ -110,3 +122,77 @@ async def test_a_forbidden_write_is_logged_with_its_key_and_retried(
                 and r.exc_info and "Forbidden" in str(r.exc_info[1])]
     assert failures, [r.getMessage() for r in caplog.records]
     assert all(getattr(r, "controller", "") == "cnclaim" for r in failures)
+
+
+async def _apply_manifests(apiserver: Cluster, client: Client, *names: str) -> None:
+    """``kubectl apply`` them when kubectl is at hand (the assets hold one), else create them."""
+    assets = assets_from_env()
+    kubectl = assets / "kubectl" if assets is not None else None
+    if kubectl is not None and os.access(kubectl, os.X_OK):
+        assert apiserver.kubeconfig_path is not None
+        files = [arg for name in names for arg in ("-f", str(MANIFESTS / name))]
+        done = await anyio.run_process([str(kubectl), "--kubeconfig",
+                                        str(apiserver.kubeconfig_path), "apply", *files],
+                                       check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        return
+    for name in names:
+        for doc in _docs(name):
+            group, _, version = doc["apiVersion"].rpartition("/")
+            plural = doc["kind"].lower() + ("es" if doc["kind"].endswith("s") else "s")
+            ns = doc["metadata"].get("namespace")
+            base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            path = f"{base}/namespaces/{ns}/{plural}" if ns else f"{base}/{plural}"
+            made = await apiserver.request("POST", path, json=doc)
+            assert made.status in (201, 409), made
+
+
+async def _service_account_kubeconfig(apiserver: Cluster, path: Path) -> Path:
+    """A kubeconfig for the operator's own ServiceAccount (a TokenRequest), as in its Pod."""
+    answer = await apiserver.request(
+        "POST", "/api/v1/namespaces/cnclaim-system/serviceaccounts/cnclaim-operator/token",
+        json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+              "spec": {"expirationSeconds": 3600}})
+    assert answer.status == 201, answer
+    assert apiserver.kubeconfig_path is not None
+    config = yaml.safe_load(await anyio.Path(apiserver.kubeconfig_path).read_text())
+    for user in config["users"]:
+        user["user"] = {"token": answer.body["status"]["token"]}
+    await anyio.Path(path).write_text(yaml.safe_dump(config))
+    return path
+
+
+async def test_the_operator_runs_under_its_manifests_rbac_on_kube_apiserver(
+        apiserver: Cluster, client: Client, tmp_path: Path) -> None:
+    """The manifests apply with kubectl, and the operator, authenticated as its own
+    ServiceAccount (no right to create CRDs), binds a claim with leader election on."""
+    if apiserver.in_process:
+        pytest.skip("the in-process API server has no authorizer: RBAC is judged by "
+                    "kube-apiserver (the recording test above checks the rules in-process)")
+    ns = apiserver.namespace
+    await _apply_manifests(apiserver, client, "crds.yaml", "rbac.yaml")
+    kubeconfig = await _service_account_kubeconfig(apiserver, tmp_path / "kubeconfig")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
+        "--namespace", ns, "--leader-elect", "--leader-elect-namespace", "cnclaim-system",
+        "--metrics-addr", "127.0.0.1:0", cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    try:
+        async with NodeSimulator(client, nodes=2, namespace=ns):
+            await client.create(CNPOOLS, {
+                "apiVersion": CNPOOLS.api_version, "kind": CNPOOLS.kind,
+                "metadata": {"name": "rbac"}, "spec": {"replicas": 2, "podTemplate": {
+                    "spec": {"containers": [{"name": "cn", "image": "pause"}]}}}}, ns)
+            await new_claim(apiserver, client, "c", "rbac")
+            await eventually(lambda: bound_to(client, ns, "c"), within=60,
+                             what="claim c Bound by the operator as its ServiceAccount")
+        proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(60):
+            _, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    log = err.decode()
+    assert proc.returncode == 0, log
+    assert "Forbidden" not in log and "Traceback" not in log, log
