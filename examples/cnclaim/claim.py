@@ -132,6 +132,11 @@ def selector_matches(selector: Mapping[str, Any], pod_labels: Mapping[str, str])
     return True
 
 
+def _held_by(pod: Obj, claim: str) -> bool:
+    return (claimed_by(pod) == claim and pod_phase(pod) == PodPhase.BOUND
+            and not deleting(pod))
+
+
 class ClaimReconciler(Reconciler):
     """Reconciles CNClaims; see the module docstring for the flow."""
 
@@ -176,9 +181,16 @@ class ClaimReconciler(Reconciler):
     async def bind(self, claim: Obj, *, avoid: str = "") -> Obj | None:
         """Take a Pod for ``claim`` (never ``avoid``); the Pod as written, or None."""
         ns, name = namespace_of(claim), name_of(claim)
-        for pod in await self.index.pods_claimed_by(ns, name):
-            if (name_of(pod) != avoid and pod_phase(pod) == PodPhase.BOUND
-                    and not deleting(pod) and not await self._named_by_another(pod, name)):
+        for cached in await self.index.pods_claimed_by(ns, name):
+            if name_of(cached) == avoid or not _held_by(cached, name):
+                continue
+            # The cache may still show a label this claim has since released (its
+            # event late or lost): adopt only what the API server says we hold.
+            try:
+                pod = await self.client.get(PODS, name_of(cached), ns)
+            except NotFound:
+                continue
+            if _held_by(pod, name) and not await self._named_by_another(pod, name):
                 logger.info("adopting Pod %s, already labelled as claimed by %s",
                             name_of(pod), name)
                 return pod

@@ -9,11 +9,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from ._faults import Faults
 from ._http import Handler, ServerSettings
+from ._kubeconfig import kubeconfig_document, write_kubeconfig
 from ._lifecycle import Lifecycle
 from ._registry import Registry
 from ._storage import Storage
@@ -139,23 +139,11 @@ class APIServer:
 
     def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
         """A kubeconfig document (as a dict) pointing at this server."""
-        return {
-            "apiVersion": "v1", "kind": "Config", "preferences": {},
-            "clusters": [{"name": "reconcilekit", "cluster": {"server": self.url}}],
-            "users": [{"name": "reconcilekit", "user": {"token": self.token}}],
-            "contexts": [{"name": "reconcilekit", "context": {
-                "cluster": "reconcilekit", "user": "reconcilekit", "namespace": namespace}}],
-            "current-context": "reconcilekit",
-        }
+        return kubeconfig_document("reconcilekit", self.url, self.token, namespace=namespace)
 
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(yaml.safe_dump(self.kubeconfig(namespace=namespace),
-                                         sort_keys=False))
-        target.chmod(0o600)
-        return target
+        return write_kubeconfig(self.kubeconfig(namespace=namespace), path)
 
     # -- introspection for tests ----------------------------------------------------------
 

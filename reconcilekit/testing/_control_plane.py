@@ -54,10 +54,10 @@ from types import TracebackType
 from typing import Any
 
 import anyio.to_thread
-import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from ._kubeconfig import kubeconfig_document, write_kubeconfig
 from ._tls import ServingCertificate
 
 __all__ = ["ASSETS_ENV", "ControlPlane", "ControlPlaneError", "assets_from_env"]
@@ -373,27 +373,13 @@ class ControlPlane:
         return cfg
 
     def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
-        """A kubeconfig document (as a dict) for the admin user."""
-        import base64
-
-        ca = base64.b64encode(self.ca_file.read_bytes()).decode()
-        return {
-            "apiVersion": "v1", "kind": "Config", "preferences": {},
-            "clusters": [{"name": "envtest", "cluster": {
-                "server": self.url, "certificate-authority-data": ca}}],
-            "users": [{"name": "admin", "user": {"token": self.token}}],
-            "contexts": [{"name": "envtest", "context": {
-                "cluster": "envtest", "user": "admin", "namespace": namespace}}],
-            "current-context": "envtest",
-        }
+        """A kubeconfig document (as a dict) for the admin user, trusting the serving CA."""
+        return kubeconfig_document("envtest", self.url, self.token, namespace=namespace,
+                                   ca_pem=self.ca_file.read_bytes())
 
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.touch(mode=0o600)
-        target.write_text(yaml.safe_dump(self.kubeconfig(namespace=namespace), sort_keys=False))
-        return target
+        return write_kubeconfig(self.kubeconfig(namespace=namespace), path)
 
     def __repr__(self) -> str:
         return f"ControlPlane({self.url if self.running else 'stopped'}, assets={self.assets})"

@@ -2,33 +2,58 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, eventually
 
+from conftest import WIDGET_CRD
 from k8s_objects import configmap, widget
 
+# kube-apiserver leaves namespace deletion and garbage collection to
+# kube-controller-manager, which does them a moment later; the in-process
+# server does them at once. So each outcome is awaited, not assumed.
+AWAIT_CONTROLLERS = 60.0  # seconds; a bound on kube-controller-manager, not a timing
 
-@pytest.mark.in_process_only
+
+async def _status(apiserver: Cluster, path: str) -> int:
+    return (await apiserver.request("GET", path)).status
+
+
 async def test_deleting_a_namespace_removes_its_objects_then_itself(apiserver: Cluster) -> None:
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}}
+    name = f"doomed-{apiserver.namespace}"
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     made = await apiserver.request("POST", "/api/v1/namespaces", json=ns)
     assert made.body["status"]["phase"] == "Active"
-    path = "/api/v1/namespaces/doomed/configmaps"
+    path = f"/api/v1/namespaces/{name}/configmaps"
     await apiserver.request("POST", path, json=configmap("plain"))
     await apiserver.request("POST", path, json=configmap("held", finalizers=["x/y"]))
-    deleting = await apiserver.request("DELETE", "/api/v1/namespaces/doomed")
+    deleting = await apiserver.request("DELETE", f"/api/v1/namespaces/{name}")
     assert deleting.body["status"]["phase"] == "Terminating"
-    assert (await apiserver.request("GET", f"{path}/plain")).status == 404
     refused = await apiserver.request("POST", path, json=configmap("new"))
     assert refused.status == 403 and "being terminated" in refused.body["message"]
-    assert (await apiserver.request("GET", "/api/v1/namespaces/doomed")).status == 200
+    await eventually(lambda: _gone(apiserver, f"{path}/plain"), within=AWAIT_CONTROLLERS,
+                     what="plain deleted with its namespace")
+    held = await eventually(
+        lambda: _deletion_started(apiserver, f"{path}/held"), within=AWAIT_CONTROLLERS,
+        what="held being deleted, kept by its finalizer")
+    assert held["metadata"]["finalizers"] == ["x/y"]
+    assert await _status(apiserver, f"/api/v1/namespaces/{name}") == 200  # waits for held
     await apiserver.request("PATCH", f"{path}/held", json={"metadata": {"finalizers": None}},
                             content_type="application/merge-patch+json")
-    assert (await apiserver.request("GET", "/api/v1/namespaces/doomed")).status == 404
+    await eventually(lambda: _gone(apiserver, f"/api/v1/namespaces/{name}"),
+                     within=AWAIT_CONTROLLERS, what=f"namespace {name} gone")
 
 
-@pytest.mark.in_process_only
+async def _gone(apiserver: Cluster, path: str) -> bool:
+    return await _status(apiserver, path) == 404
+
+
+async def _deletion_started(apiserver: Cluster, path: str) -> dict[str, Any] | None:
+    got = await apiserver.request("GET", path)
+    return got.body if got.status == 200 and got.body["metadata"].get(
+        "deletionTimestamp") else None
+
+
 async def test_garbage_collector_deletes_dependents_of_a_deleted_owner(
         apiserver: Cluster, configmaps: str, widgets: str) -> None:
     owner = (await apiserver.request("POST", widgets, json=widget("owner"))).body
@@ -37,11 +62,11 @@ async def test_garbage_collector_deletes_dependents_of_a_deleted_owner(
     await apiserver.request("POST", configmaps, json=configmap("dep", ownerReferences=[ref]))
     await apiserver.request("POST", configmaps, json=configmap("free"))
     await apiserver.request("DELETE", f"{widgets}/owner")
-    assert (await apiserver.request("GET", f"{configmaps}/dep")).status == 404
-    assert (await apiserver.request("GET", f"{configmaps}/free")).status == 200
+    await eventually(lambda: _gone(apiserver, f"{configmaps}/dep"), within=AWAIT_CONTROLLERS,
+                     what="the dependent collected")
+    assert await _status(apiserver, f"{configmaps}/free") == 200
 
 
-@pytest.mark.in_process_only
 async def test_orphan_propagation_keeps_dependents(apiserver: Cluster, configmaps: str,
                                                    widgets: str) -> None:
     owner = (await apiserver.request("POST", widgets, json=widget("owner"))).body
@@ -49,18 +74,34 @@ async def test_orphan_propagation_keeps_dependents(apiserver: Cluster, configmap
            "uid": owner["metadata"]["uid"]}
     await apiserver.request("POST", configmaps, json=configmap("dep", ownerReferences=[ref]))
     await apiserver.request("DELETE", f"{widgets}/owner", json={"propagationPolicy": "Orphan"})
-    dep = await apiserver.request("GET", f"{configmaps}/dep")
-    assert dep.status == 200 and "ownerReferences" not in dep.body["metadata"]
+
+    async def orphaned() -> dict[str, Any] | None:
+        dep = await apiserver.request("GET", f"{configmaps}/dep")
+        assert dep.status == 200, dep
+        return None if "ownerReferences" in dep.body["metadata"] else dep.body
+
+    await eventually(orphaned, within=AWAIT_CONTROLLERS, what="dep orphaned")
+    await eventually(lambda: _gone(apiserver, f"{widgets}/owner"), within=AWAIT_CONTROLLERS,
+                     what="the owner gone once its dependents are orphaned")
 
 
-@pytest.mark.in_process_only
 async def test_deleting_a_crd_removes_its_objects_and_stops_serving_it(
-        apiserver: Cluster, widgets: str) -> None:
-    await apiserver.request("POST", widgets, json=widget("w"))
+        apiserver: Cluster) -> None:
+    plural = f"gizmos{apiserver.namespace.rsplit('-', 1)[-1]}"  # a CRD of this test's own
+    group = "lifecycle.test.reconcilekit.dev"
+    crd = {**WIDGET_CRD, "metadata": {"name": f"{plural}.{group}"},
+           "spec": {**WIDGET_CRD["spec"], "group": group,
+                    "names": {"plural": plural, "singular": plural[:-1], "kind": "Gizmo"}}}
+    await apiserver.install_crd(crd)
+    gizmos = f"/apis/{group}/v1/namespaces/{apiserver.namespace}/{plural}"
+    made = await apiserver.request("POST", gizmos, json={
+        "apiVersion": f"{group}/v1", "kind": "Gizmo", "metadata": {"name": "g"}})
+    assert made.status == 201, made
     crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-    await apiserver.request("DELETE", f"{crds}/widgets.test.reconcilekit.dev")
-    assert (await apiserver.request("GET", f"{crds}/widgets.test.reconcilekit.dev")).status == 404
-    assert (await apiserver.request("GET", widgets)).status == 404
+    await apiserver.request("DELETE", f"{crds}/{plural}.{group}")
+    await eventually(lambda: _gone(apiserver, f"{crds}/{plural}.{group}"),
+                     within=AWAIT_CONTROLLERS, what="the CRD gone once its objects are")
+    assert await _status(apiserver, gizmos) == 404
 
 
 async def test_cluster_scoped_custom_resources(apiserver: Cluster, gadgets: str) -> None:
