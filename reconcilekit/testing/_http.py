@@ -19,6 +19,7 @@ import orjson
 from aiohttp import web
 
 from .._selectors import FieldSelector, LabelSelector, SelectorError
+from ._decoding import go_base64_decode
 from ._faults import Faults
 from ._lifecycle import Lifecycle
 from ._registry import Registry
@@ -29,10 +30,10 @@ from ._requests import (
     resource_version,
     verb_for,
 )
-from ._status import APIError
+from ._status import APIError, Cause, DecodeError
 from ._storage import Storage
 from ._watch_stream import serve_watch
-from ._writes import Writes, parse_json
+from ._writes import DeleteOptions, Writes, dry_run_of, parse_json
 
 __all__ = ["Handler", "VERSION_INFO"]
 
@@ -149,26 +150,32 @@ class Handler:
                 return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                        "status": "Success", "code": 201}, 201)
             case "create":
-                obj = self.writes.create(req, await _body(request), self._manager(request))
+                dry_run = dry_run_of(request.query.getall("dryRun", []), "CreateOptions")
+                obj = self.writes.create(req, await _body(request), self._manager(request),
+                                         dry_run)
                 return _json_response(self._out(req, obj), 201)
             case "update":
-                obj = self.writes.update(req, await _body(request), self._manager(request))
+                dry_run = dry_run_of(request.query.getall("dryRun", []), "UpdateOptions")
+                obj = self.writes.update(req, await _body(request), self._manager(request),
+                                         dry_run)
                 return _json_response(self._out(req, obj))
             case "patch":
+                dry_run = dry_run_of(request.query.getall("dryRun", []), "PatchOptions")
                 content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
                 code, obj = self.writes.patch(req, content_type, await request.read(),
                                               self._manager(request),
-                                              bool(request.query.get("fieldManager")))
+                                              bool(request.query.get("fieldManager")), dry_run)
                 return _json_response(self._out(req, obj), code)
             case "delete":
-                raw = await request.read()
-                options = parse_json(raw) if raw.strip() else {}
-                if not isinstance(options, dict):
-                    raise APIError.bad_request("DeleteOptions must be a JSON object")
-                obj, gone = self.writes.delete(req, options, request.query)
+                options = DeleteOptions.parse(await request.read(), request.query,
+                                              request.query.getall("dryRun", []))
+                obj, gone = self.writes.delete(req, options)
                 return _json_response(self._deleted(req, obj, gone))
             case _:
-                deleted = self.writes.delete_collection(req, self._filter(req, request.query))
+                options = DeleteOptions.parse(await request.read(), request.query,
+                                              request.query.getall("dryRun", []))
+                deleted = self.writes.delete_collection(
+                    req, self._filter(req, request.query), options)
                 return _json_response({
                     "kind": req.rtype.list_kind, "apiVersion": req.rtype.group_version,
                     "metadata": {"resourceVersion": str(self.storage.rv)},
@@ -245,8 +252,10 @@ class Handler:
     def _list(self, req: ResourceRequest, query: Mapping[str, str]) -> web.Response:
         matches = self._filter(req, query)
         limit = int_param(query, "limit", 0)
+        int_param(query, "timeoutSeconds", 0)  # parsed (and refused if bad) as for a watch
         token = query.get("continue")
         rv_param = query.get("resourceVersion", "")
+        _check_list_options(rv_param, query.get("resourceVersionMatch", ""), token)
         start = ""
         if token:
             if rv_param:
@@ -257,9 +266,12 @@ class Handler:
         elif rv_param and rv_param != "0":
             wanted = resource_version(rv_param)
             if query.get("resourceVersionMatch") == "Exact":
-                list_rv, objects = wanted, self.storage.snapshot(req.rtype, wanted)
+                list_rv = wanted
+                objects = self.storage.snapshot(
+                    req.rtype, wanted, expired="The resourceVersion for the provided list is "
+                    "too old.")
             elif wanted > self.storage.rv:
-                raise APIError(504, "Timeout", f"Too large resource version: {wanted}, "
+                raise APIError(504, "Timeout", f"Timeout: Too large resource version: {wanted}, "
                                f"current: {self.storage.rv}", {"causes": [{
                                    "reason": "ResourceVersionTooLarge",
                                    "message": "Too large resource version"}],
@@ -305,17 +317,53 @@ async def _body(request: web.Request) -> dict[str, Any]:
     return body
 
 
+def _check_list_options(rv: str, match: str, token: str | None) -> None:
+    """``ValidateListOptions`` for a list (422 on ListOptions)."""
+    if not match:
+        return
+    causes = []
+    if not rv:
+        causes.append(Cause("FieldValueForbidden", "Forbidden: resourceVersionMatch is "
+                            "forbidden unless resourceVersion is provided",
+                            "resourceVersionMatch"))
+    if token:
+        causes.append(Cause("FieldValueForbidden", "Forbidden: resourceVersionMatch is "
+                            "forbidden when continue is provided", "resourceVersionMatch"))
+    if match not in ("Exact", "NotOlderThan"):
+        causes.append(Cause("FieldValueNotSupported", f'Unsupported value: "{match}": supported '
+                            'values: "Exact", "NotOlderThan", ""', "resourceVersionMatch"))
+    if match == "Exact" and rv == "0":
+        causes.append(Cause("FieldValueForbidden", 'Forbidden: resourceVersionMatch "exact" is '
+                            'forbidden for resourceVersion "0"', "resourceVersionMatch"))
+    if causes:
+        raise APIError.invalid_options("ListOptions", causes)
+
+
 def _encode_continue(rv: int, key: tuple[str, str]) -> str:
+    """A continue token as kube-apiserver writes one: unpadded URL-safe base64 of JSON."""
     token = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{key[0]}/{key[1]}"})
-    return base64.urlsafe_b64encode(token).decode()
+    return base64.urlsafe_b64encode(token).decode().rstrip("=")
 
 
 def _decode_continue(token: str) -> tuple[int, str]:
+    """The (resourceVersion, start key) of a continue token, with storage's errors (400)."""
+    invalid = "invalid continue token: continue key is not valid"
     try:
-        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), str(data["start"])
-    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-        raise APIError.bad_request(f'invalid continue token "{token}"') from None
+        data = orjson.loads(go_base64_decode(token, raw_url=True))
+    except (DecodeError, orjson.JSONDecodeError) as err:
+        raise APIError.bad_request(f"{invalid}: {err}") from None
+    if not isinstance(data, dict) or data.get("v") != "meta.k8s.io/v1":
+        version = data.get("v") if isinstance(data, dict) else None
+        raise APIError.bad_request(f"{invalid}: server does not recognize this encoded "
+                                   f"version {version or ''}".rstrip())
+    rv, start = data.get("rv"), data.get("start")
+    if not isinstance(rv, int) or rv <= 0:
+        raise APIError.bad_request(f"{invalid}: incorrect encoded start resourceVersion "
+                                   "(version meta.k8s.io/v1)")
+    if not isinstance(start, str) or not start:
+        raise APIError.bad_request(f"{invalid}: encoded start key empty (version "
+                                   "meta.k8s.io/v1)")
+    return rv, start
 
 
 def _split(start: str) -> tuple[str, str]:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._crd import crd_types
 from ._registry import Registry, ResourceType
 from ._storage import Storage, Table, timestamp
-from ._validation import crd_types
 
 __all__ = ["Lifecycle"]
 

@@ -11,7 +11,9 @@ for the 422 case) is recorded on each error class as ``status`` and
 ``reason``; :attr:`PatchError.api_message` is the message it sends:
 
 * JSON patch body that is not a JSON array of objects: 400 BadRequest with the
-  decoder's message (:class:`MalformedPatch`).
+  decoder's message, "error decoding patch: json: cannot unmarshal object into
+  Go value of type []handlers.jsonPatchOp" (:class:`MalformedPatch`); a
+  ``null`` body is no patch at all.
 * More than 10,000 JSON patch operations: 413 RequestEntityTooLarge,
   "Request entity too large: The allowed maximum operations in a JSON patch
   is 10000, got N" (:class:`PatchTooLarge`).
@@ -21,10 +23,10 @@ for the 422 case) is recorded on each error class as ``status`` and
   server rejected our request due to an error in our request" and empty
   details; the specific reason is dropped (:class:`PatchError`,
   :class:`PatchTestFailed`).
-* JSON merge patch body ``null`` or a scalar: 400 BadRequest "Invalid JSON
-  Patch". An array is merged (it replaces the object) and the result then
-  fails to decode as the kind, which is 422 Invalid. :func:`merge_patch`
-  itself follows RFC 7386 and accepts any patch; the server checks the body.
+* JSON merge patch body that is not an object (other than ``null``, no patch):
+  400 BadRequest "error decoding patch: json: cannot unmarshal array into Go
+  value of type map[string]interface {}". :func:`merge_patch` itself follows
+  RFC 7386 and accepts any patch; the server checks the body.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ __all__ = [
     "UnmergeablePatch",
     "copy_json",
     "json_patch",
+    "go_format",
+    "json_type",
     "merge_patch",
 ]
 
@@ -163,6 +167,34 @@ _ARRAY_INDEX: Final = re.compile(r"0|[1-9][0-9]*")
 _BAD_ESCAPE: Final = re.compile(r"~(?![01])")
 
 
+def json_type(value: Any) -> str:
+    """How Go's JSON decoder names a value's type in its errors (``number``, ``array``...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object" if isinstance(value, dict) else "value"
+
+
+def go_format(value: Any) -> str:
+    """A decoded JSON value as Go's ``%v`` prints it (maps with sorted keys)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
+    return str(value)
+
+
 def json_patch(target: Any, ops: Any) -> Any:
     """Apply an RFC 6902 JSON patch: a list of operation objects, in order.
 
@@ -190,10 +222,13 @@ def json_patch(target: Any, ops: Any) -> Any:
     the empty (whole-document) path. All of these are 422 there as here when
     they fail.
     """
-    if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
-        raise MalformedPatch(
-            "json: cannot unmarshal the patch: a JSON patch must be an array of objects"
-        )
+    if not isinstance(ops, list):
+        raise MalformedPatch(f"error decoding patch: json: cannot unmarshal {json_type(ops)} "
+                             "into Go value of type []handlers.jsonPatchOp")
+    for op in ops:
+        if not isinstance(op, dict):
+            raise MalformedPatch(f"error decoding patch: json: cannot unmarshal "
+                                 f"{json_type(op)} into Go value of type handlers.jsonPatchOp")
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise PatchTooLarge(
             f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "

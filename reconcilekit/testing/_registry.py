@@ -1,7 +1,7 @@
 """The resource types the test API server serves, and its discovery documents.
 
 Built-in types are fixed; custom resources are added and removed as
-CustomResourceDefinitions are created and deleted (see ``_crd.py``).
+CustomResourceDefinitions are created and deleted (see ``_lifecycle.py``).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _core("Namespace", "namespaces", "namespace", namespaced=False, short_names=("ns",),
           status_subresource=True, field_labels=_COMMON_FIELDS | {"status.phase"}),
     _core("Pod", "pods", "pod", short_names=("po",), status_subresource=True,
-          generation=True, categories=("all",),
+          categories=("all",),
           field_labels=_COMMON_FIELDS | {
               "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
               "spec.serviceAccountName", "spec.hostNetwork", "status.phase",

@@ -10,13 +10,17 @@ Paths follow kube-apiserver's layout::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._registry import Registry, ResourceType
 from ._status import APIError
 
-__all__ = ["ResourceRequest", "int_param", "parse_resource_path", "resource_version", "verb_for"]
+_INT = re.compile(r"^[+-]?[0-9]+$")
+
+__all__ = ["ResourceRequest", "go_int", "int_param", "parse_resource_path", "resource_version",
+           "verb_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,23 +97,29 @@ def verb_for(method: str, req: ResourceRequest, watch: bool) -> str:
     raise APIError.method_not_allowed()
 
 
+def go_int(value: str) -> int:
+    """Go's ``strconv.ParseInt`` of a query parameter (400 BadRequest with its error)."""
+    if not _INT.match(value):
+        raise APIError.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    return int(value)
+
+
 def int_param(query: Mapping[str, str], name: str, default: int) -> int:
-    """A non-negative integer query parameter (400 BadRequest otherwise)."""
+    """An integer query parameter (``limit``, ``timeoutSeconds``); below 0 counts as unset."""
     value = query.get(name)
     if value is None or value == "":
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise APIError.bad_request(f'invalid value for {name}: "{value}"') from None
-    if number < 0:
-        raise APIError.bad_request(f"{name}: must be greater than or equal to 0")
-    return number
+    number = go_int(value)
+    return default if number < 0 else number
 
 
 def resource_version(value: str) -> int:
-    """A resourceVersion query parameter as an integer (400 BadRequest otherwise)."""
-    try:
-        return int(value)
-    except ValueError:
-        raise APIError.bad_request(f'invalid resource version "{value}"') from None
+    """A resourceVersion query parameter as an integer.
+
+    kube-apiserver answers an unparsable one with a 500 naming the parameter
+    (the storage layer's error, passed on).
+    """
+    if not value.isdigit():
+        raise APIError(500, "", f'resourceVersion: Invalid value: "{value}": '
+                       f'strconv.ParseUint: parsing "{value}": invalid syntax')
+    return int(value)

@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["APIError", "Cause", "status_body"]
+__all__ = ["APIError", "Cause", "DecodeError", "status_body"]
+
+
+class DecodeError(Exception):
+    """Why a body does not decode into the kind's Go type, in Go's words (``str(error)``).
+
+    kube-apiserver answers it with 400 ("X in version "v1" cannot be handled
+    as a X: ...") or, for a patched object, 422 on the field ``patch``.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +81,11 @@ class APIError(Exception):
             {"reason": c.reason, "message": c.message, "field": c.field} for c in causes
         ]
         return cls(422, "Invalid", f'{kind} "{name}" is invalid: {joined}', details)
+
+    @classmethod
+    def invalid_options(cls, kind: str, causes: list[Cause]) -> APIError:
+        """A 422 on request options (``ListOptions``, ``DeleteOptions``, ``CreateOptions``...)."""
+        return cls.invalid(f"{kind}.meta.k8s.io", "", causes, "meta.k8s.io")
 
     @classmethod
     def bad_request(cls, message: str) -> APIError:
@@ -158,25 +171,28 @@ class APIError(Exception):
 
 
 def _details(name: str, group: str, kind: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name}
+    """StatusDetails; empty fields are left out, as Go's ``omitempty`` does."""
+    details: dict[str, Any] = {"name": name} if name else {}
     if group:
         details["group"] = group
     # apimachinery puts the resource (plural) in details.kind for these errors.
-    details["kind"] = kind.split(".", 1)[0] if group else kind
+    if kind:
+        details["kind"] = kind.split(".", 1)[0] if group else kind
     return details
 
 
 def status_body(code: int, reason: str, message: str,
                 details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A ``kind: Status`` failure body as kube-apiserver writes it."""
+    """A ``kind: Status`` failure body as kube-apiserver writes it (no empty reason)."""
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Failure",
         "message": message,
-        "reason": reason,
     }
+    if reason:
+        body["reason"] = reason
     if details is not None:
         body["details"] = details
     body["code"] = code

@@ -14,7 +14,10 @@ controllers depend on:
 * delete: with finalizers, deletionTimestamp is set (generation bumps) and
   the object stays; once the last finalizer is removed the object is gone and
   only a DELETED event is emitted. No new finalizer may be added to an
-  object being deleted.
+  object being deleted. A Pod bound to a node is deleted gracefully: it stays
+  with a deletionTimestamp in the future until a DELETE with a grace period
+  of 0 (the kubelet's) removes it.
+* dry run: every write can be asked to check and answer without storing.
 
 There is no kubelet or scheduler; the namespace, CRD and garbage-collector
 behaviour a bare API server cluster still shows lives in ``_lifecycle.py``.
@@ -33,6 +36,16 @@ from typing import Any
 
 from ._registry import ResourceType
 from ._status import APIError, Cause
+from ._strategies import graceful_period, prepare_for_create, prepare_for_update
+from ._update_rules import (
+    check_finalizers,
+    managed_entry,
+    merge_update,
+    same,
+    spec_changed,
+    storage_key,
+    timestamp,
+)
 from ._watch import Event, Watcher
 
 __all__ = ["Storage", "Table", "timestamp"]
@@ -44,10 +57,9 @@ _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGraceP
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
-def timestamp(seconds: float) -> str:
-    """RFC 3339 in seconds, as metav1.Time serializes."""
-    return datetime.datetime.fromtimestamp(int(seconds), datetime.UTC).strftime(
-        "%Y-%m-%dT%H:%M:%SZ")
+def _seconds(stamp: str) -> float:
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.UTC).timestamp()
 
 
 @dataclass(eq=False)
@@ -150,17 +162,22 @@ class Storage:
             raise APIError.not_found(rtype.resource.group_resource, name, rtype.resource.group)
         return obj
 
-    def snapshot(self, rtype: ResourceType, rv: int) -> dict[ObjKey, dict[str, Any]]:
-        """The objects as they were at resourceVersion ``rv`` (410 if compacted)."""
+    def snapshot(self, rtype: ResourceType, rv: int, *, expired: str | None = None
+                 ) -> dict[ObjKey, dict[str, Any]]:
+        """The objects as they were at resourceVersion ``rv``.
+
+        410 Expired if compacted, with ``expired`` as the message (the
+        continue-token one by default).
+        """
         table = self.table(rtype)
         if rv < table.oldest_rv:
-            raise APIError.expired(
+            raise APIError.expired(expired or (
                 "The provided continue parameter is too old to display a consistent list "
                 "result. You can start a new list without the continue parameter, or use the "
                 "continue token in this response to retrieve the remainder of the results. "
                 "Continuing with the provided token results in an inconsistent list - objects "
                 "that were created, modified, or deleted between the time the first chunk was "
-                "returned and now may show up in the list.")
+                "returned and now may show up in the list."))
         objects = dict(table.objects)
         for event in reversed(table.history):
             if event.rv <= rv:
@@ -175,20 +192,30 @@ class Storage:
 
     # -- writes ---------------------------------------------------------------
 
+    def generate_name(self, rtype: ResourceType, namespace: str, prefix: str) -> str:
+        """``names.SimpleNameGenerator``: the prefix and 5 random characters, unused here."""
+        objects = self.table(rtype).objects
+        name = prefix
+        for _ in range(100):
+            name = prefix + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+            if (namespace, name) not in objects:
+                break
+        return name
+
     def create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any], *,
-               manager: str) -> dict[str, Any]:
+               manager: str, dry_run: bool = False) -> dict[str, Any]:
         table = self.table(rtype)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
-            for _ in range(100):
-                meta["name"] = meta["generateName"] + "".join(
-                    secrets.choice(_NAME_CHARS) for _ in range(5))
-                if (namespace, meta["name"]) not in table.objects:
-                    break
+            meta["name"] = self.generate_name(rtype, namespace, meta["generateName"])
         key = (namespace, meta["name"])
         if key in table.objects:
             raise APIError.already_exists(rtype.resource.group_resource, meta["name"],
                                           rtype.resource.group)
+        rv = meta.get("resourceVersion")
+        if not dry_run and isinstance(rv, str) and rv.isdigit() and int(rv):
+            # the storage layer's own error, which kube-apiserver passes on as a 500
+            raise APIError(500, "", "resourceVersion should not be set on objects to be created")
         for k in _SERVER_META:
             meta.pop(k, None)
         if rtype.resource.namespaced:
@@ -196,19 +223,29 @@ class Storage:
         else:
             meta.pop("namespace", None)
         meta["uid"] = str(uuid.uuid4())
-        meta["resourceVersion"] = str(self._next_rv())
+        meta["resourceVersion"] = str(self.rv + 1)
         meta["creationTimestamp"] = timestamp(self.now())
         if rtype.generation:
             meta["generation"] = 1
-        _prepare_for_create(rtype, obj)
-        meta["managedFields"] = [self._managed_entry(rtype, obj, manager, "Update")]
+        prepare_for_create(rtype, obj)
+        meta["managedFields"] = [managed_entry(obj, manager, "Update", self.now())]
+        if dry_run:  # a dry-run create answers without a resourceVersion
+            del meta["resourceVersion"]
+            return obj
+        self._next_rv()
         self._write(table, key, None, obj)
         return obj
 
     def update(self, rtype: ResourceType, namespace: str, name: str, new: dict[str, Any], *,
                subresource: str | None, manager: str, check_rv: bool,
-               operation: str = "Update") -> dict[str, Any]:
-        """Replace an object (PUT semantics; patches call this with the patched object)."""
+               operation: str = "Update",
+               check: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+               dry_run: bool = False) -> dict[str, Any]:
+        """Replace an object (PUT semantics; patches call this with the patched object).
+
+        ``check(old, new)`` validates the object about to be stored (raising
+        APIError); a dry run answers what would be stored and stores nothing.
+        """
         table = self.table(rtype)
         old = self.get(rtype, namespace, name)
         res = rtype.resource
@@ -220,26 +257,38 @@ class Storage:
             raise APIError.invalid(rtype.qualified_kind(), name, [Cause(
                 "FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion")], res.group)
+        if rv and not str(rv).isdigit():
+            raise APIError(500, "", f'strconv.ParseUint: parsing "{rv}": invalid syntax')
         if rv and str(rv) != old["metadata"]["resourceVersion"]:
             raise APIError.stale(res.group_resource, name, res.group)
         uid = new_meta.get("uid")
         if uid and uid != old["metadata"]["uid"]:
             raise APIError.conflict(
                 res.group_resource, name,
-                f"Precondition failed: UID in precondition: {uid}, "
-                f"UID in object meta: {old['metadata']['uid']}", res.group)
-        result = self._merge_update(rtype, old, new, subresource)
-        self._check_finalizers(rtype, old, result)
-        if _same(old, result):
+                "StorageError: invalid object, Code: 4, Key: "
+                f"{storage_key(rtype, namespace, name)}, ResourceVersion: 0, "
+                "AdditionalErrorMsg: Precondition failed: UID in "
+                f"precondition: {uid}, UID in object meta: {old['metadata']['uid']}", res.group)
+        result = merge_update(rtype, old, new, subresource)
+        prepare_for_update(rtype, old, result)
+        if check is not None:
+            check(old, result)
+        check_finalizers(rtype, old, result)
+        if same(old, result):
             return old
         meta = result["metadata"]
-        if rtype.generation and _spec_changed(rtype, old, result):
+        if rtype.generation and spec_changed(rtype, old, result):
             meta["generation"] = old["metadata"].get("generation", 0) + 1
-        meta["resourceVersion"] = str(self._next_rv())
-        meta["managedFields"] = [self._managed_entry(rtype, result, manager, operation)]
+        meta["resourceVersion"] = str(self.rv + 1)
+        meta["managedFields"] = [managed_entry(result, manager, operation, self.now())]
+        if dry_run:
+            meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+            return result
+        self._next_rv()
         key = (namespace, name)
+        # registry.Store.shouldDeleteDuringUpdate: no finalizers left, no grace period pending
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and (
-                not self._blocks_delete(table)):
+                not meta.get("deletionGracePeriodSeconds")) and not self._blocks_delete(table):
             self._remove(table, key, result)
             return result
         self._write(table, key, old, result)
@@ -254,51 +303,15 @@ class Storage:
         for hook in self.on_written:
             hook(table, new)
 
-    def _merge_update(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any],
-                      subresource: str | None) -> dict[str, Any]:
-        if subresource == "status":
-            result = copy.deepcopy(old)
-            if "status" in new:
-                result["status"] = new["status"]
-            else:
-                result.pop("status", None)
-            return result
-        result = dict(new)
-        result["apiVersion"], result["kind"] = old["apiVersion"], old["kind"]
-        meta = dict(new["metadata"])
-        old_meta = old["metadata"]
-        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                  "generation", "name", "namespace", "managedFields", "resourceVersion"):
-            if k in old_meta:
-                meta[k] = old_meta[k]
-            else:
-                meta.pop(k, None)
-        result["metadata"] = meta
-        if rtype.status_subresource and subresource != "binding":  # a binding writes both
-            if "status" in old:
-                result["status"] = old["status"]
-            else:
-                result.pop("status", None)
-        return result
-
-    def _check_finalizers(self, rtype: ResourceType, old: dict[str, Any],
-                          new: dict[str, Any]) -> None:
-        if not old["metadata"].get("deletionTimestamp"):
-            return
-        before = set(old["metadata"].get("finalizers") or ())
-        added = [f for f in new["metadata"].get("finalizers") or () if f not in before]
-        if added:
-            quoted = ", ".join(f'"{f}"' for f in added)
-            raise APIError.invalid(rtype.qualified_kind(), old["metadata"]["name"], [Cause(
-                "FieldValueForbidden",
-                "Forbidden: no new finalizers can be added if the object is being deleted, "
-                f"found new finalizers []string{{{quoted}}}", "metadata.finalizers")],
-                rtype.resource.group)
-
     def delete(self, rtype: ResourceType, namespace: str, name: str, *,
                uid: str | None = None, resource_version: str | None = None,
-               orphan: bool = False) -> tuple[dict[str, Any], bool]:
-        """Delete or start deleting; returns (object, whether it is gone now)."""
+               orphan: bool = False, grace_period: int | None = None,
+               dry_run: bool = False) -> tuple[dict[str, Any], bool]:
+        """Delete or start deleting; returns (the answer's object, whether it is gone now).
+
+        ``grace_period`` is DeleteOptions.gracePeriodSeconds (None: not given);
+        what it means for the kind is :func:`graceful_period`'s to say.
+        """
         table = self.table(rtype)
         old = self.get(rtype, namespace, name)
         res = rtype.resource
@@ -314,28 +327,63 @@ class Storage:
                 res.kind, name, f"the ResourceVersion in the precondition ({resource_version}) "
                 f"does not match the ResourceVersion in record ({meta['resourceVersion']}). "
                 "The object might have been modified", res.group)
-        key = (namespace, name)
-        if orphan:
+        if orphan and not dry_run:
             self.orphan_dependents(meta["uid"])
-        if meta.get("finalizers") or self._blocks_delete(table):
-            if meta.get("deletionTimestamp"):
-                return old, False
-            result = copy.deepcopy(old)
-            rmeta = result["metadata"]
-            rmeta["deletionTimestamp"] = timestamp(self.now())
-            rmeta["deletionGracePeriodSeconds"] = 0
-            if rtype.generation:
-                rmeta["generation"] = meta.get("generation", 0) + 1
-            if rtype.resource.kind == "Namespace" and not rtype.resource.group:
-                result["status"] = dict(result.get("status") or {}, phase="Terminating")
-            rmeta["resourceVersion"] = str(self._next_rv())
-            table.objects[key] = result
-            self._emit(table, "MODIFIED", result, old)
+        held = bool(meta.get("finalizers")) or self._blocks_delete(table)
+        now = self.now()
+        if meta.get("deletionTimestamp"):
+            pending = meta.get("deletionGracePeriodSeconds") or 0
+            shorter = grace_period if grace_period is not None and grace_period >= 0 else 1
+            if (held and not pending) or (pending and (grace_period is None
+                                              or shorter >= pending)):
+                return old, False  # waiting on finalizers or a grace period: nothing changes
+            if pending:  # only a shorter grace period may be given (rest.BeforeDelete)
+                when = _seconds(meta["deletionTimestamp"]) - pending + shorter
+                return self._mark_deleting(table, old, when, shorter, held, dry_run)
+            return self._remove_now(table, old, None, dry_run), True
+        period = graceful_period(rtype, old, grace_period)
+        if period or held:
+            return self._mark_deleting(table, old, now + (period or 0), period or 0, held,
+                                       dry_run, first=True)
+        return self._remove_now(table, old, None if period is None else now, dry_run), True
+
+    def _mark_deleting(self, table: Table, old: dict[str, Any], when: float, grace: int,
+                       held: bool, dry_run: bool, first: bool = False
+                       ) -> tuple[dict[str, Any], bool]:
+        """Set deletionTimestamp (``when``) and the grace period; remove at once if
+        nothing holds the object any more (a grace period shortened to 0)."""
+        if grace == 0 and not held:
+            return self._remove_now(table, old, when, dry_run), True
+        result = copy.deepcopy(old)
+        rmeta = result["metadata"]
+        rmeta["deletionTimestamp"] = timestamp(when)
+        rmeta["deletionGracePeriodSeconds"] = grace
+        rtype = table.rtype
+        if first and rtype.generation:
+            rmeta["generation"] = rmeta.get("generation", 0) + 1
+        if rtype.resource.kind == "Namespace" and not rtype.resource.group:
+            result["status"] = dict(result.get("status") or {}, phase="Terminating")
+        if dry_run:
             return result, False
+        rmeta["resourceVersion"] = str(self._next_rv())
+        meta = old["metadata"]
+        table.objects[(meta.get("namespace", ""), meta["name"])] = result
+        self._emit(table, "MODIFIED", result, old)
+        return result, False
+
+    def _remove_now(self, table: Table, old: dict[str, Any], when: float | None,
+                    dry_run: bool) -> dict[str, Any]:
+        """Remove ``old``; the answer carries deletionTimestamp ``when`` (graceful kinds)."""
+        meta = old["metadata"]
         gone = copy.copy(old)
-        gone["metadata"] = dict(meta, resourceVersion=str(self._next_rv()))
-        self._remove(table, key, gone)
-        return gone, True
+        gone["metadata"] = dict(meta)
+        if not dry_run:
+            gone["metadata"]["resourceVersion"] = str(self._next_rv())
+            self._remove(table, (meta.get("namespace", ""), meta["name"]), gone)
+        if when is None:
+            return gone
+        return dict(gone, metadata=dict(gone["metadata"], deletionTimestamp=timestamp(when),
+                                        deletionGracePeriodSeconds=0))
 
     def _blocks_delete(self, table: Table) -> bool:
         """Whether removal waits for a lifecycle step (terminating namespaces, CRDs)."""
@@ -402,49 +450,9 @@ class Storage:
         self.update(table.rtype, meta.get("namespace", ""), meta["name"], new,
                     subresource=None, manager="garbage-collector", check_rv=False)
 
-    # -- helpers -----------------------------------------------------------------
-
-    def _managed_entry(self, rtype: ResourceType, obj: dict[str, Any], manager: str,
-                       operation: str) -> dict[str, Any]:
-        skip = ("apiVersion", "kind", "status", "metadata")
-        fields: dict[str, Any] = {f"f:{k}": {} for k in sorted(obj) if k not in skip}
-        entry: dict[str, Any] = {
-            "manager": manager, "operation": operation, "apiVersion": obj.get("apiVersion"),
-            "time": timestamp(self.now()), "fieldsType": "FieldsV1", "fieldsV1": fields}
-        return entry
-
-
-def _prepare_for_create(rtype: ResourceType, obj: dict[str, Any]) -> None:
-    """Status a create may not set, as the kinds' PrepareForCreate strategies reset it."""
-    r = rtype.resource
-    if r.group == "" and r.plural == "namespaces":
-        obj["spec"] = {"finalizers": ["kubernetes"]}
-        obj["status"] = {"phase": "Active"}
-    elif r.group == "" and r.plural == "pods":
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
-    elif rtype.status_subresource:
-        obj.pop("status", None)
-
 
 def _owner_uids(obj: dict[str, Any] | None) -> Iterable[str]:
     if obj is None:
         return ()
     return [r["uid"] for r in obj["metadata"].get("ownerReferences") or ()
             if isinstance(r, dict) and isinstance(r.get("uid"), str)]
-
-
-def _strip(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = {k: v for k, v in obj["metadata"].items()
-            if k not in ("resourceVersion", "managedFields")}
-    return dict(obj, metadata=meta)
-
-
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return _strip(a) == _strip(b)
-
-
-def _spec_changed(rtype: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> bool:
-    ignore = {"metadata", "status", "apiVersion", "kind"} if rtype.status_subresource else {
-        "metadata", "apiVersion", "kind"}
-    keys = (set(old) | set(new)) - ignore
-    return any(old.get(k) != new.get(k) for k in keys)

@@ -46,7 +46,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ._patch import JSON, MalformedPatch, PatchError, UnmergeablePatch, copy_json
+from ._patch import (
+    JSON,
+    MalformedPatch,
+    PatchError,
+    UnmergeablePatch,
+    copy_json,
+    go_format,
+    json_type,
+)
 from ._patch_schemas import BUILTIN_PATCH_SCHEMAS as BUILTIN_PATCH_SCHEMAS
 from ._patch_schemas import METADATA_PATCH_SCHEMA as METADATA_PATCH_SCHEMA
 from ._patch_schemas import MergeList as MergeList
@@ -88,7 +96,8 @@ def strategic_merge_patch(
         that disagrees with the patch list (500 in kube-apiserver).
     """
     if not isinstance(patch, dict):
-        raise MalformedPatch("a strategic merge patch must be a JSON object")
+        raise MalformedPatch(f"json: cannot unmarshal {json_type(patch)} into Go value of "
+                             "type map[string]interface {}")
     if not isinstance(target, dict):
         raise TypeError("strategic_merge_patch applies to JSON objects only")
     root = (schema if isinstance(schema, PatchSchema) else PatchSchema(schema)).root
@@ -112,7 +121,8 @@ def _merge_map(
             return cleaned
         if directive == "delete":
             return {}
-        raise UnmergeablePatch(f"unknown patch type: {directive} in map: {patch}")
+        shown = go_format({**patch, _PATCH: directive})
+        raise UnmergeablePatch(f"unknown patch type: {directive} in map: {shown}")
     _retain_keys(original, patch)
     _set_element_orders(original, patch, node)
     for name, value in patch.items():
@@ -316,7 +326,7 @@ def _special_items(
         elif directive == "merge":
             raise UnmergeablePatch("merging lists cannot yet be specified in the patch")
         else:
-            raise UnmergeablePatch(f"unknown patch type: {directive} in map: {item}")
+            raise UnmergeablePatch(f"unknown patch type: {directive} in map: {go_format(item)}")
     return (rest, []) if replace else (current, rest)
 
 
@@ -330,7 +340,8 @@ def _element_type(*lists: list[JSON]) -> type:
             if found is None:
                 found = type(item)
             elif type(item) is not found:
-                raise UnmergeablePatch(f"list element types are not identical: {list(lists)}")
+                raise UnmergeablePatch(
+                    f"list element types are not identical: {go_format(list(lists))}")
     if found is None:
         raise UnmergeablePatch("no elements in any of the given slices")
     return found
@@ -432,4 +443,4 @@ def _scalar_key(value: JSON) -> tuple[type, JSON]:
 
 
 def _no_merge_key(item: JSON, merge_key: str) -> str:
-    return f"map: {item} does not contain declared merge key: {merge_key}"
+    return f"map: {go_format(item)} does not contain declared merge key: {merge_key}"

@@ -9,25 +9,106 @@ object (or list) to answer with and its HTTP status.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import yaml
 
+from .._selector_syntax import go_quote
+from ._crd import validate_crd
+from ._decoding import decode, normalize_microtimes
 from ._lifecycle import Lifecycle
-from ._patch import PatchError, json_patch, merge_patch
-from ._requests import ResourceRequest
-from ._status import APIError, Cause
+from ._patch import PatchError, json_patch, json_type, merge_patch
+from ._requests import ResourceRequest, go_int
+from ._status import APIError, Cause, DecodeError
 from ._storage import Storage, timestamp
 from ._strategic_patch import patch_schema_for, strategic_merge_patch
-from ._validation import normalize_microtimes, validate_crd, validate_name
+from ._strategies import validate as validate_kind
+from ._strategies import validate_update
+from ._validation import invalid, validate_object_meta
 
-__all__ = ["Writes"]
+__all__ = ["DeleteOptions", "Writes", "dry_run_of"]
 
 Obj = dict[str, Any]
-_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
-                "application/strategic-merge-patch+json", "application/apply-patch+yaml")
+_JSON_PATCH = "application/json-patch+json"
+_MERGE_PATCH = "application/merge-patch+json"
+_STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+_APPLY_PATCH = "application/apply-patch+yaml"
+_PATCH_TYPES = (_JSON_PATCH, _MERGE_PATCH, _STRATEGIC_PATCH, _APPLY_PATCH)
+_PROPAGATION = ("Foreground", "Background", "Orphan")
+
+
+def dry_run_of(values: list[str], options_kind: str) -> bool:
+    """The ``dryRun`` option: ``All`` or nothing (422 on ``options_kind`` otherwise)."""
+    if any(v != "All" for v in values):
+        shown = "[]string{" + ", ".join(go_quote(v) for v in values) + "}"
+        raise APIError.invalid_options(options_kind, [Cause(
+            "FieldValueNotSupported", f'Unsupported value: {shown}: supported values: "All"',
+            "dryRun")])
+    return bool(values)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    """``metav1.DeleteOptions``: from a DELETE's JSON body, or from its query without one."""
+
+    uid: str | None = None
+    resource_version: str | None = None
+    grace_period: int | None = None
+    propagation: str | None = None
+    orphan_dependents: bool | None = None
+    dry_run: bool = False
+
+    @property
+    def orphan(self) -> bool:
+        return self.propagation == "Orphan" or self.orphan_dependents is True
+
+    @classmethod
+    def parse(cls, raw: bytes, query: Mapping[str, str],
+              query_dry_run: Sequence[str] = ()) -> DeleteOptions:
+        """Decode and validate (400 for a bad body or query, 422 for bad values).
+
+        ``query_dry_run`` holds the query's ``dryRun`` values (the parameter repeats).
+        """
+        grace: Any
+        if raw.strip():
+            body = parse_json(raw)
+            if not isinstance(body, dict):
+                raise APIError.bad_request(f"json: cannot unmarshal {json_type(body)} into Go "
+                                           "value of type v1.DeleteOptions")
+            pre = body.get("preconditions") or {}
+            grace, policy = body.get("gracePeriodSeconds"), body.get("propagationPolicy")
+            orphan, dry = body.get("orphanDependents"), body.get("dryRun") or []
+        else:
+            pre = {}
+            grace = go_int(query["gracePeriodSeconds"]) if "gracePeriodSeconds" in query else None
+            policy = query.get("propagationPolicy")
+            orphan = _go_bool(query["orphanDependents"]) if "orphanDependents" in query else None
+            dry = list(query_dry_run)
+        causes = []
+        if orphan is not None and policy is not None:
+            causes.append(invalid("propagationPolicy", policy,
+                                  "orphanDependents and deletionPropagation cannot be both set"))
+        if policy is not None and policy not in _PROPAGATION:
+            causes.append(Cause("FieldValueNotSupported", f"Unsupported value: {go_quote(policy)}"
+                                ': supported values: "Foreground", "Background", "Orphan", "nil"',
+                                "propagationPolicy"))
+        if causes:
+            raise APIError.invalid_options("DeleteOptions", causes)
+        return cls(pre.get("uid"), pre.get("resourceVersion"),
+                   grace if isinstance(grace, int) else None, policy, orphan,
+                   dry_run_of([str(v) for v in dry], "DeleteOptions"))
+
+
+def _go_bool(value: str) -> bool:
+    """Go's ``strconv.ParseBool`` (400 BadRequest with its error otherwise)."""
+    if value in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if value in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise APIError.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
 
 
 class Writes:
@@ -39,62 +120,77 @@ class Writes:
 
     # -- checks shared by the verbs ------------------------------------------------
 
-    def check_body(self, req: ResourceRequest, body: Obj) -> Obj:
-        """Default or check kind/apiVersion and the namespace against the URL (400)."""
+    def check_body(self, req: ResourceRequest, body: Obj, *, patched: bool = False) -> Obj:
+        """Decode ``body`` as kube-apiserver does into the kind (a copy), or refuse it.
+
+        kind/apiVersion must match the URL (defaulted for built-in kinds), the
+        namespace too; field types, base64 and MicroTimes must decode. A
+        request body is refused with 400, a patched object with 422 on
+        ``patch``.
+        """
         r = req.rtype.resource
         api_version, kind = body.get("apiVersion"), body.get("kind")
-        if not api_version and not kind and req.rtype.builtin:
+        if not api_version and not kind and req.rtype.builtin and not patched:
             body = dict(body, apiVersion=r.api_version, kind=r.kind)
         elif not kind:
             raise APIError.bad_request(f"Object 'Kind' is missing in '{short(body)}'")
         elif api_version != r.api_version:  # the decoder's errors, as kube-apiserver 1.28's
             version = str(api_version).rpartition("/")[2]
-            raise APIError.bad_request(
-                f'{kind} in version "{version}" cannot be handled as a {r.kind}: no kind '
-                f'"{kind}" is registered for version "{api_version}" in scheme '
-                '"pkg/runtime/scheme.go:100"')
+            raise self._undecodable(
+                req, body, patched, f'no kind "{kind}" is registered for version '
+                f'"{api_version}" in scheme "pkg/runtime/scheme.go:100"', kind, version)
         elif kind != r.kind:
-            raise APIError.bad_request(
-                f'{kind} in version "{r.version}" cannot be handled as a {r.kind}: converting '
-                f"({r.version}.{kind}) to ({r.group or 'core'}.{r.kind}): unknown conversion")
+            raise self._undecodable(
+                req, body, patched, f"converting ({r.version}.{kind}) to "
+                f"({r.group or 'core'}.{r.kind}): unknown conversion", kind)
         meta = body.get("metadata")
         if meta is None:
-            body["metadata"] = {}
+            body = dict(body, metadata={})
         elif not isinstance(meta, dict):
-            raise APIError.bad_request(f'{r.kind} in version "{r.version}" cannot be handled '
-                                       f"as a {r.kind}: metadata must be an object")
+            raise self._undecodable(req, body, patched, f"json: cannot unmarshal "
+                                    f"{json_type(meta)} into Go struct field {r.kind}.metadata "
+                                    "of type v1.ObjectMeta")
         ns = body["metadata"].get("namespace")
         if r.namespaced and ns and ns != req.namespace:
             raise APIError.bad_request("the namespace of the provided object does not match "
                                        "the namespace sent on the request")
-        return body
+        try:
+            decoded = decode(req.rtype, body)
+            normalize_microtimes(req.rtype, decoded)
+        except DecodeError as err:
+            raise self._undecodable(req, body, patched, str(err)) from None
+        return decoded
 
-    def validate(self, req: ResourceRequest, obj: Obj) -> None:
-        """Name rules, CRD specs and finalizer entries (422 Invalid)."""
+    def _undecodable(self, req: ResourceRequest, body: Obj, patched: bool, why: str,
+                     kind: Any = None, version: str | None = None) -> APIError:
+        r = req.rtype.resource
+        if patched:  # the patched object, as Go marshals a map: keys sorted
+            shown = orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+            return APIError.invalid("", "", [invalid("patch", shown, why)])
+        return APIError.bad_request(f'{kind or r.kind} in version "{version or r.version}" '
+                                    f"cannot be handled as a {r.kind}: {why}")
+
+    def validate(self, req: ResourceRequest, obj: Obj, old: Obj | None = None) -> None:
+        """The kind's validation, and its update rules when ``old`` is given (422 Invalid)."""
         rtype = req.rtype
         r = rtype.resource
-        name = obj["metadata"].get("name", "")
-        causes = validate_name(name, label=r.group == "" and r.plural == "namespaces")
+        causes = validate_object_meta(obj["metadata"],
+                                      label_name=r.group == "" and r.plural == "namespaces",
+                                      core=rtype.builtin and r.group != "apiextensions.k8s.io")
         if r.group == "apiextensions.k8s.io" and r.plural == "customresourcedefinitions":
             causes.extend(validate_crd(obj))
-        finalizers = obj["metadata"].get("finalizers")
-        if finalizers is not None and not isinstance(finalizers, list):
-            causes.append(Cause("FieldValueInvalid", "Invalid value: must be a list",
-                                "metadata.finalizers"))
-        for i, fin in enumerate(finalizers if isinstance(finalizers, list) else ()):
-            if not isinstance(fin, str) or not fin:
-                causes.append(Cause("FieldValueInvalid", f'Invalid value: "{fin}": finalizer '
-                                    "must be a non-empty string", f"metadata.finalizers[{i}]"))
-        for field in ("labels", "annotations"):
-            value = obj["metadata"].get(field)
-            if value is not None and (not isinstance(value, dict) or not all(
-                    isinstance(v, str) for v in value.values())):
-                causes.append(Cause("FieldValueInvalid",
-                                    "Invalid value: must be a map of string to string",
-                                    f"metadata.{field}"))
+        causes.extend(validate_kind(rtype, obj, req.namespace or ""))
+        if old is not None:
+            causes.extend(validate_update(rtype, old, obj))
         if causes:
-            raise APIError.invalid(rtype.qualified_kind(), name, causes, r.group)
-        normalize_microtimes(rtype, obj)
+            raise APIError.invalid(rtype.qualified_kind(), obj["metadata"].get("name", ""),
+                                   causes, r.group)
+
+    def _checker(self, req: ResourceRequest) -> Callable[[Obj, Obj], None] | None:
+        """The validation of an update of the main resource (none for subresources)."""
+        if req.subresource:
+            return None
+        return lambda old, new: self.validate(req, new, old)
 
     def _check_namespace(self, req: ResourceRequest) -> None:
         if not req.rtype.resource.namespaced:
@@ -114,34 +210,35 @@ class Writes:
 
     # -- verbs -------------------------------------------------------------------------
 
-    def create(self, req: ResourceRequest, body: Obj, manager: str) -> Obj:
+    def create(self, req: ResourceRequest, body: Obj, manager: str,
+               dry_run: bool = False) -> Obj:
         body = self.check_body(req, body)
         meta = body["metadata"]
-        name = meta.get("name")
-        if not name and not meta.get("generateName"):
+        if not meta.get("name") and not meta.get("generateName"):
             r = req.rtype
             raise APIError.invalid(r.qualified_kind(), "", [Cause(
                 "FieldValueRequired", "Required value: name or generateName is required",
                 "metadata.name")], r.resource.group)
-        validate_target = dict(body, metadata=dict(meta, name=name or meta["generateName"]
-                                                   + "x"))
-        self.validate(req, validate_target)
         self._check_namespace(req)
-        return self.storage.create(req.rtype, req.namespace or "", copy.deepcopy(body),
-                                   manager=manager)
+        ns = req.namespace or ""
+        if not meta.get("name"):
+            meta["name"] = self.storage.generate_name(req.rtype, ns, meta["generateName"])
+        _dedup_owner_references(meta)
+        self.validate(req, body)
+        return self.storage.create(req.rtype, ns, body, manager=manager, dry_run=dry_run)
 
-    def update(self, req: ResourceRequest, body: Obj, manager: str) -> Obj:
+    def update(self, req: ResourceRequest, body: Obj, manager: str,
+               dry_run: bool = False) -> Obj:
         assert req.name is not None
         body = self.check_body(req, body)
         body_name = body["metadata"].get("name", "")
         if body_name != req.name:
             raise APIError.bad_request(f"the name of the object ({body_name}) does not match "
                                        f"the name on the URL ({req.name})")
-        if not req.subresource:
-            self.validate(req, body)
-        return self.storage.update(req.rtype, req.namespace or "", req.name,
-                                   copy.deepcopy(body), subresource=req.subresource,
-                                   manager=manager, check_rv=True)
+        _dedup_owner_references(body["metadata"])
+        return self.storage.update(req.rtype, req.namespace or "", req.name, body,
+                                   subresource=req.subresource, manager=manager, check_rv=True,
+                                   check=self._checker(req), dry_run=dry_run)
 
     def bind(self, req: ResourceRequest, body: Obj, manager: str) -> Obj:
         """``POST pods/NAME/binding``: what the scheduler writes, as kube-apiserver does it.
@@ -182,44 +279,47 @@ class Writes:
                                    manager=manager, check_rv=False)
 
     def patch(self, req: ResourceRequest, content_type: str, raw: bytes,
-              manager: str, field_manager_given: bool) -> tuple[int, Obj]:
+              manager: str, field_manager_given: bool,
+              dry_run: bool = False) -> tuple[int, Obj]:
         assert req.name is not None
         rtype = req.rtype
         if content_type not in _PATCH_TYPES or (
-                content_type == "application/strategic-merge-patch+json" and not rtype.builtin):
+                content_type == _STRATEGIC_PATCH and not rtype.builtin):
             accepted = [t for t in _PATCH_TYPES if rtype.builtin or "strategic" not in t]
             raise APIError(415, "UnsupportedMediaType",
                            f'the body of the request was in an unknown format - accepted media '
                            f'types include: {", ".join(accepted)}', {})
-        if content_type == "application/apply-patch+yaml":
-            return self._apply(req, raw, manager, field_manager_given)
-        patch = parse_json(raw)
-        if content_type == "application/merge-patch+json" and not isinstance(patch, dict | list):
-            raise APIError.bad_request("Invalid JSON Patch")
+        if content_type == _APPLY_PATCH:
+            return self._apply(req, raw, manager, field_manager_given, dry_run)
+        patch = _decode_patch(content_type, raw)
         ns = req.namespace or ""
         old = self.storage.get(rtype, ns, req.name)
         try:
-            if content_type == "application/json-patch+json":
+            if content_type == _JSON_PATCH:
                 patched = json_patch(old, patch)
-            elif content_type == "application/merge-patch+json":
+            elif content_type == _MERGE_PATCH:
                 patched = merge_patch(old, patch)
-            else:
+            else:  # decoded into the kind, which keeps its kind and apiVersion
                 patched = strategic_merge_patch(old, patch, patch_schema_for(rtype.resource.kind))
+                patched.update(apiVersion=old["apiVersion"], kind=old["kind"])
         except PatchError as err:
-            raise APIError(err.status, err.reason, err.api_message, {}) from None
+            raise APIError(err.status, err.reason, err.api_message,
+                           {} if err.status == 422 else None) from None
         if not isinstance(patched, dict):
             raise APIError.bad_request("the patched object is not a JSON object")
-        patched = self.check_body(req, patched)
-        if patched["metadata"].get("name") != req.name:
-            raise APIError.bad_request("metadata.name cannot be changed by a patch")
-        if not req.subresource:
-            self.validate(req, patched)
+        patched = self.check_body(req, patched, patched=True)
+        name = patched["metadata"].get("name", "")
+        if name != req.name:
+            raise APIError.bad_request(f"the name of the object ({name}) does not match the "
+                                       f"name on the URL ({req.name})")
+        _dedup_owner_references(patched["metadata"])
         return 200, self.storage.update(rtype, ns, req.name, patched,
                                         subresource=req.subresource, manager=manager,
-                                        check_rv=False)
+                                        check_rv=False, check=self._checker(req),
+                                        dry_run=dry_run)
 
     def _apply(self, req: ResourceRequest, raw: bytes, manager: str,
-               field_manager_given: bool) -> tuple[int, Obj]:
+               field_manager_given: bool, dry_run: bool) -> tuple[int, Obj]:
         """Server-side apply, approximated: create, or merge the applied fields in.
 
         Field ownership is not tracked: fields a later apply omits are kept,
@@ -239,45 +339,79 @@ class Writes:
         if applied["metadata"].get("name", req.name) != req.name:
             raise APIError.bad_request("the name of the object does not match the URL")
         applied["metadata"]["name"] = req.name
+        _dedup_owner_references(applied["metadata"])
         ns = req.namespace or ""
         if (ns, req.name) not in self.storage.table(req.rtype).objects:
-            self.validate(req, applied)
             self._check_namespace(req)
-            return 201, self.storage.create(req.rtype, ns, applied, manager=manager)
+            self.validate(req, applied)
+            return 201, self.storage.create(req.rtype, ns, applied, manager=manager,
+                                            dry_run=dry_run)
         old = self.storage.get(req.rtype, ns, req.name)
         merged = _deep_merge(old, applied)
         return 200, self.storage.update(req.rtype, ns, req.name, merged,
                                         subresource=req.subresource, manager=manager,
-                                        check_rv=False, operation="Apply")
+                                        check_rv=False, operation="Apply",
+                                        check=self._checker(req), dry_run=dry_run)
 
-    def delete(self, req: ResourceRequest, options: Obj,
-               query: Mapping[str, str]) -> tuple[Obj, bool]:
+    def delete(self, req: ResourceRequest, options: DeleteOptions) -> tuple[Obj, bool]:
         assert req.name is not None
-        pre = options.get("preconditions") or {}
-        policy = options.get("propagationPolicy") or query.get("propagationPolicy")
-        orphan = policy == "Orphan" or options.get("orphanDependents") is True
         obj, gone = self.storage.delete(req.rtype, req.namespace or "", req.name,
-                                        uid=pre.get("uid"),
-                                        resource_version=pre.get("resourceVersion"),
-                                        orphan=orphan)
-        if not gone:
+                                        uid=options.uid,
+                                        resource_version=options.resource_version,
+                                        orphan=options.orphan,
+                                        grace_period=options.grace_period,
+                                        dry_run=options.dry_run)
+        if not gone and not options.dry_run:
             self.lifecycle.deletion_started(req.rtype, obj)
             table = self.storage.table(req.rtype)
             obj = table.objects.get((req.namespace or "", req.name), obj)
         return obj, gone
 
     def delete_collection(self, req: ResourceRequest,
-                          matches: Callable[[Mapping[str, Any]], bool]) -> list[Obj]:
+                          matches: Callable[[Mapping[str, Any]], bool],
+                          options: DeleteOptions) -> list[Obj]:
         table = self.storage.table(req.rtype)
         ns = req.namespace
+        item_options = DeleteOptions(None, None, options.grace_period, options.propagation,
+                                     options.orphan_dependents, options.dry_run)
         deleted = []
         for key in sorted(k for k in table.objects if ns is None or k[0] == ns):
             obj = table.objects.get(key)
             if obj is None or not matches(obj):
                 continue
             item_req = ResourceRequest(req.rtype, key[0] or None, key[1], None)
-            deleted.append(self.delete(item_req, {}, {})[0])
+            deleted.append(self.delete(item_req, item_options)[0])
         return deleted
+
+
+def _decode_patch(content_type: str, raw: bytes) -> Any:
+    """The patch document, with the decoder's errors (400) kube-apiserver gives for it."""
+    prefix = "" if content_type == _STRATEGIC_PATCH else "error decoding patch: "
+    try:
+        patch = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise APIError.bad_request(f"{prefix}{err}") from None
+    if patch is None:  # JSON null is no patch at all, but for a merge patch
+        if content_type == _MERGE_PATCH:
+            raise APIError.bad_request("Invalid JSON Patch")
+        return [] if content_type == _JSON_PATCH else {}
+    if content_type == _MERGE_PATCH and not isinstance(patch, dict):
+        raise APIError.bad_request(f"{prefix}json: cannot unmarshal {json_type(patch)} into Go "
+                                   "value of type map[string]interface {}")
+    return patch
+
+
+def _dedup_owner_references(meta: Obj) -> None:
+    """The registry drops an owner reference equal to an earlier one, entirely equal
+    (references that only share a UID are kept); kube-apiserver adds a Warning."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return
+    unique: list[Any] = []
+    for ref in refs:
+        if ref not in unique:
+            unique.append(ref)
+    meta["ownerReferences"] = unique
 
 
 def parse_json(raw: bytes) -> Any:

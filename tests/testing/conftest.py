@@ -9,6 +9,7 @@ source or documentation it copies.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -52,11 +53,25 @@ GADGET_CRD: dict[str, Any] = {
 }
 
 
+async def _release_finalizers(apiserver: Cluster, collection: str) -> None:
+    """Strip the finalizers a test left, so that its namespace can go (real clusters)."""
+    listed = await apiserver.request("GET", collection)
+    for item in listed.body.get("items", []) if listed.status == 200 else []:
+        if item["metadata"].get("finalizers"):
+            await apiserver.request(
+                "PATCH", f"{collection}/{item['metadata']['name']}",
+                json={"metadata": {"finalizers": None}},
+                content_type="application/merge-patch+json")
+
+
 @pytest.fixture
-async def widgets(apiserver: Cluster) -> str:
-    """Install the namespaced Widget CRD (with status); returns its collection path."""
+async def widgets(apiserver: Cluster) -> AsyncIterator[str]:
+    """Install the namespaced Widget CRD (with status); yields its collection path."""
     await apiserver.install_crd(WIDGET_CRD)
-    return f"/apis/test.reconcilekit.dev/v1/namespaces/{apiserver.namespace}/widgets"
+    path = f"/apis/test.reconcilekit.dev/v1/namespaces/{apiserver.namespace}/widgets"
+    yield path
+    if not apiserver.in_process:
+        await _release_finalizers(apiserver, path)
 
 
 @pytest.fixture
@@ -67,10 +82,17 @@ async def gadgets(apiserver: Cluster) -> str:
 
 
 @pytest.fixture
-def pods(apiserver: Cluster) -> str:
-    return f"/api/v1/namespaces/{apiserver.namespace}/pods"
+async def pods(apiserver: Cluster) -> AsyncIterator[str]:
+    path = f"/api/v1/namespaces/{apiserver.namespace}/pods"
+    yield path
+    if not apiserver.in_process:  # no kubelet: a Pod bound to a node stays Terminating
+        await _release_finalizers(apiserver, path)
+        await apiserver.request("DELETE", path, json={"gracePeriodSeconds": 0})
 
 
 @pytest.fixture
-def configmaps(apiserver: Cluster) -> str:
-    return f"/api/v1/namespaces/{apiserver.namespace}/configmaps"
+async def configmaps(apiserver: Cluster) -> AsyncIterator[str]:
+    path = f"/api/v1/namespaces/{apiserver.namespace}/configmaps"
+    yield path
+    if not apiserver.in_process:
+        await _release_finalizers(apiserver, path)

@@ -51,18 +51,29 @@ async def test_group_discovery_lists_leases_events_and_crds(apiserver: Cluster) 
 
 
 async def test_a_created_crd_is_served_at_once(apiserver: Cluster) -> None:
-    missing = await apiserver.request("GET", "/apis/test.reconcilekit.dev/v1")
+    # A group of this test's own: CRDs are cluster-wide, and a real cluster keeps
+    # those other tests installed.
+    group = f"discovery{apiserver.namespace.rsplit('-', 1)[-1]}.test.reconcilekit.dev"
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+    missing = await apiserver.request("GET", f"/apis/{group}/v1")
     assert missing.status == 404
-    crd = await apiserver.install_crd(WIDGET_CRD)
-    assert {c["type"] for c in crd["status"]["conditions"]} >= {"Established", "NamesAccepted"}
-    found = await apiserver.request("GET", "/apis/test.reconcilekit.dev/v1")
-    resources = {r["name"]: r for r in found.body["resources"]}
-    assert resources["widgets"]["kind"] == "Widget"
-    assert resources["widgets"]["namespaced"] is True
-    assert resources["widgets"]["shortNames"] == ["wdg"]
-    assert "widgets/status" in resources
-    groups = await apiserver.request("GET", "/apis")
-    assert "test.reconcilekit.dev" in {g["name"] for g in groups.body["groups"]}
+    try:
+        crd = await apiserver.install_crd({
+            **WIDGET_CRD, "metadata": {"name": f"widgets.{group}"},
+            "spec": {**WIDGET_CRD["spec"], "group": group}})
+        assert {c["type"] for c in crd["status"]["conditions"]} >= {
+            "Established", "NamesAccepted"}
+        found = await apiserver.request("GET", f"/apis/{group}/v1")
+        assert found.status == 200, found
+        resources = {r["name"]: r for r in found.body["resources"]}
+        assert resources["widgets"]["kind"] == "Widget"
+        assert resources["widgets"]["namespaced"] is True
+        assert resources["widgets"]["shortNames"] == ["wdg"]
+        assert "widgets/status" in resources
+        groups = await apiserver.request("GET", "/apis")
+        assert group in {g["name"] for g in groups.body["groups"]}
+    finally:
+        await apiserver.request("DELETE", crd_path)
 
 
 async def test_wrong_token_gets_401_and_no_token_is_anonymous_and_forbidden(

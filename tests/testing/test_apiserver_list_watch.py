@@ -182,3 +182,50 @@ async def test_concurrent_watchers_see_the_same_order(apiserver: Cluster, config
     results = await asyncio.gather(*tasks)
     assert results[0] == results[1] == results[2]
     assert [int(r) for r in results[0]] == sorted(int(r) for r in results[0])
+
+
+async def test_list_options_are_checked_as_kube_apiserver_checks_them(
+        apiserver: Cluster, configmaps: str) -> None:
+    rv = await _make(apiserver, configmaps, [("a", {})])
+    lonely = await apiserver.request("GET", configmaps, params={"resourceVersionMatch": "Exact"})
+    assert lonely.status == 422
+    assert lonely.body["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+        "resourceVersionMatch is forbidden unless resourceVersion is provided")
+    assert lonely.body["details"]["kind"] == "ListOptions"
+    bogus = await apiserver.request("GET", configmaps, params={
+        "resourceVersion": rv, "resourceVersionMatch": "Bogus"})
+    assert bogus.status == 422 and 'Unsupported value: "Bogus"' in bogus.body["message"]
+    # A negative limit means no limit; integers are parsed as Go does.
+    unlimited = await apiserver.request("GET", configmaps, params={"limit": "-1"})
+    assert unlimited.status == 200 and "continue" not in unlimited.body["metadata"]
+    for name in ("limit", "timeoutSeconds"):
+        bad = await apiserver.request("GET", configmaps, params={name: "many"})
+        assert bad.status == 400
+        assert bad.body["message"] == 'strconv.ParseInt: parsing "many": invalid syntax'
+    # An unparsable resourceVersion reaches the storage layer: a 500.
+    malformed = await apiserver.request("GET", configmaps, params={"resourceVersion": "abc"})
+    assert malformed.status == 500
+    assert malformed.body["message"] == ('resourceVersion: Invalid value: "abc": '
+                                         'strconv.ParseUint: parsing "abc": invalid syntax')
+    future = await apiserver.request("GET", configmaps, params={
+        "resourceVersion": str(int(rv) + 1_000_000)})
+    assert future.status == 504 and future.body["reason"] == "Timeout"
+    assert future.body["message"].startswith(
+        f"Timeout: Too large resource version: {int(rv) + 1_000_000}, current: ")
+    assert future.body["details"]["causes"] == [{"reason": "ResourceVersionTooLarge",
+                                                 "message": "Too large resource version"}]
+
+
+async def test_a_malformed_continue_token_is_a_bad_request(apiserver: Cluster,
+                                                           configmaps: str) -> None:
+    # storage.DecodeContinue: unpadded URL-safe base64 of a JSON token.
+    got = await apiserver.request("GET", configmaps, params={"continue": "garbage!"})
+    assert got.status == 400
+    assert got.body["message"] == ("invalid continue token: continue key is not valid: "
+                                   "illegal base64 data at input byte 7")
+    await _make(apiserver, configmaps, [("x1", {"t": "c"}), ("x2", {"t": "c"})])
+    page = await apiserver.request("GET", configmaps, params={"limit": "1",
+                                                              "labelSelector": "t=c"})
+    token = page.body["metadata"]["continue"]
+    assert "=" not in token

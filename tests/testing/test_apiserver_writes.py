@@ -265,12 +265,165 @@ async def test_lease_times_have_six_fractional_digits(apiserver: Cluster) -> Non
     assert got.status == 201, got.body
     assert got.body["spec"]["acquireTime"] == "2026-01-02T01:04:05.123456Z"
     assert got.body["spec"]["renewTime"] == "2026-01-02T03:04:05.000000Z"
-    layout = '"2006-01-02T15:04:05.000000Z07:00"'
-    for value, why in (("2026-01-02T03:04:05Z", 'cannot parse "Z" as ".000000"'),
-                       ("2026-01-02T03:04:05.123Z", 'cannot parse ".123Z" as ".000000"'),
-                       ("2026-01-02T03:04:05.123456789Z", 'cannot parse "789Z" as "Z07:00"')):
+    layout = ' as "2006-01-02T15:04:05.000000Z07:00": '
+    # Go's time.Parse errors, element by element
+    for value, why in (("2026-01-02T03:04:05Z", layout + 'cannot parse "Z" as ".000000"'),
+                       ("2026-01-02T03:04:05.123Z", layout + 'cannot parse ".123Z" as ".000000"'),
+                       ("2026-01-02T03:04:05.123456789Z",
+                        layout + 'cannot parse "789Z" as "Z07:00"'),
+                       ("garbage", layout + 'cannot parse "garbage" as "2006"'),
+                       ("2026-13-02T03:04:05.000000Z", ": month out of range"),
+                       ("2026-02-30T03:04:05.000000Z", ": day out of range"),
+                       ("2026-01-02T03:04:05.000000Z!", ': extra text: "!"')):
         bad = await apiserver.request("POST", leases, json=lease("m", value, value))
         assert bad.status == 400, bad
         assert bad.body["message"] == (
-            f'Lease in version "v1" cannot be handled as a Lease: parsing time "{value}" as '
-            f"{layout}: {why}")
+            f'Lease in version "v1" cannot be handled as a Lease: parsing time "{value}"{why}')
+
+
+async def test_dry_run_answers_without_storing(apiserver: Cluster, configmaps: str) -> None:
+    # ?dryRun=All runs every check and admission, and stores nothing: a dry-run
+    # create answers without a resourceVersion, an update or patch with the old one.
+    made = (await apiserver.request("POST", configmaps, json=configmap("c", {"a": "1"}))).body
+    rv = made["metadata"]["resourceVersion"]
+    dry = {"dryRun": "All"}
+    created = await apiserver.request("POST", configmaps, json=configmap("d"), params=dry)
+    assert created.status == 201 and "resourceVersion" not in created.body["metadata"]
+    assert created.body["metadata"]["uid"]
+    updated = await apiserver.request("PUT", f"{configmaps}/c", json=dict(made, data={"a": "2"}),
+                                      params=dry)
+    assert updated.body["data"] == {"a": "2"} and updated.body["metadata"]["resourceVersion"] == rv
+    patched = await apiserver.request("PATCH", f"{configmaps}/c", json={"data": {"a": "3"}},
+                                      content_type="application/merge-patch+json", params=dry)
+    assert patched.body["data"] == {"a": "3"}
+    deleted = await apiserver.request("DELETE", f"{configmaps}/c", params=dry)
+    assert deleted.status == 200 and deleted.body["status"] == "Success"
+    swept = await apiserver.request("DELETE", configmaps, params=dry)
+    assert "c" in {i["metadata"]["name"] for i in swept.body["items"]}
+    assert (await apiserver.request("GET", f"{configmaps}/d")).status == 404
+    kept = await apiserver.request("GET", f"{configmaps}/c")
+    assert kept.body["data"] == {"a": "1"} and kept.body["metadata"]["resourceVersion"] == rv
+    # a dry run still runs the checks
+    again = await apiserver.request("POST", configmaps, json=configmap("c"), params=dry)
+    assert again.status == 409
+    bogus = await apiserver.request("POST", configmaps, json=configmap("e"),
+                                    params={"dryRun": "Yes"})
+    assert bogus.status == 422
+    assert bogus.body["message"] == ('CreateOptions.meta.k8s.io "" is invalid: dryRun: '
+                                     'Unsupported value: []string{"Yes"}: supported values: "All"')
+    assert bogus.body["details"] == {"group": "meta.k8s.io", "kind": "CreateOptions",
+                                     "causes": [{"reason": "FieldValueNotSupported",
+                                                 "message": 'Unsupported value: []string{"Yes"}'
+                                                 ': supported values: "All"',
+                                                 "field": "dryRun"}]}
+
+
+async def test_create_with_a_resource_version_is_refused(apiserver: Cluster,
+                                                         configmaps: str) -> None:
+    # The storage layer's error, which kube-apiserver passes on as a plain 500.
+    got = await apiserver.request("POST", configmaps, json=configmap("c", resourceVersion="5"))
+    assert got.status == 500
+    assert got.body == {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                        "status": "Failure", "code": 500,
+                        "message": "resourceVersion should not be set on objects to be created"}
+
+
+async def test_a_patch_may_not_rename_and_a_strategic_one_keeps_the_kind(
+        apiserver: Cluster, configmaps: str) -> None:
+    await apiserver.request("POST", configmaps, json=configmap("p"))
+    path = f"{configmaps}/p"
+    for content_type in ("application/merge-patch+json",
+                         "application/strategic-merge-patch+json"):
+        renamed = await apiserver.request("PATCH", path, json={"metadata": {"name": "q"}},
+                                          content_type=content_type)
+        assert renamed.status == 400
+        assert renamed.body["message"] == ("the name of the object (q) does not match the "
+                                           "name on the URL (p)")
+    kept = await apiserver.request("PATCH", path, json={"kind": "Secret"},
+                                   content_type="application/strategic-merge-patch+json")
+    assert kept.status == 200 and kept.body["kind"] == "ConfigMap"
+    changed = await apiserver.request("PATCH", path, json={"apiVersion": "v2"},
+                                      content_type="application/merge-patch+json")
+    assert changed.status == 422
+    assert changed.body["message"].endswith(
+        'no kind "ConfigMap" is registered for version "v2" in scheme '
+        '"pkg/runtime/scheme.go:100"')
+
+
+async def test_patch_bodies_that_do_not_decode(apiserver: Cluster, configmaps: str) -> None:
+    # The patch handlers' decoding errors; a JSON null is no patch at all (but for
+    # a merge patch, "Invalid JSON Patch").
+    await apiserver.request("POST", configmaps, json=configmap("p"))
+    path = f"{configmaps}/p"
+    cases = [
+        ("application/merge-patch+json", b"[1]", "error decoding patch: json: cannot "
+         "unmarshal array into Go value of type map[string]interface {}"),
+        ("application/strategic-merge-patch+json", b'"x"', "json: cannot unmarshal string "
+         "into Go value of type map[string]interface {}"),
+        ("application/json-patch+json", b"{}", "error decoding patch: json: cannot unmarshal "
+         "object into Go value of type []handlers.jsonPatchOp"),
+        ("application/json-patch+json", b"[1]", "error decoding patch: json: cannot unmarshal "
+         "number into Go value of type handlers.jsonPatchOp"),
+        ("application/merge-patch+json", b"null", "Invalid JSON Patch"),
+    ]
+    for content_type, body, message in cases:
+        got = await apiserver.request("PATCH", path, body=body, content_type=content_type)
+        assert (got.status, got.body["message"]) == (400, message), (content_type, body)
+    for content_type in ("application/json-patch+json",
+                         "application/strategic-merge-patch+json"):
+        got = await apiserver.request("PATCH", path, body=b"null", content_type=content_type)
+        assert got.status == 200, (content_type, got)
+
+
+async def test_delete_options_are_validated(apiserver: Cluster, configmaps: str) -> None:
+    # ValidateDeleteOptions, before the object is even looked up.
+    got = await apiserver.request("DELETE", f"{configmaps}/absent", json={
+        "propagationPolicy": "Bogus", "orphanDependents": True})
+    assert got.status == 422
+    assert got.body["message"] == (
+        'DeleteOptions.meta.k8s.io "" is invalid: [propagationPolicy: Invalid value: "Bogus": '
+        "orphanDependents and deletionPropagation cannot be both set, propagationPolicy: "
+        'Unsupported value: "Bogus": supported values: "Foreground", "Background", "Orphan", '
+        '"nil"]')
+    bad = await apiserver.request("DELETE", f"{configmaps}/absent",
+                                  params={"gracePeriodSeconds": "soon"})
+    assert bad.status == 400
+    assert bad.body["message"] == 'strconv.ParseInt: parsing "soon": invalid syntax'
+
+
+async def test_update_with_a_foreign_uid_or_a_malformed_resource_version(
+        apiserver: Cluster, configmaps: str) -> None:
+    made = (await apiserver.request("POST", configmaps, json=configmap("u"))).body
+    path = f"{configmaps}/u"
+    foreign = await apiserver.request("PUT", path, json=dict(
+        made, metadata=dict(made["metadata"], uid="other")))
+    assert foreign.status == 409 and foreign.body["reason"] == "Conflict"
+    assert foreign.body["message"] == (
+        'Operation cannot be fulfilled on configmaps "u": StorageError: invalid object, Code: '
+        f"4, Key: /registry/configmaps/{apiserver.namespace}/u, ResourceVersion: 0, "
+        "AdditionalErrorMsg: Precondition failed: UID in precondition: other, UID in object "
+        f"meta: {made['metadata']['uid']}")
+    malformed = await apiserver.request("PUT", path, json=dict(
+        made, metadata=dict(made["metadata"], resourceVersion="abc")))
+    assert malformed.status == 500
+    assert malformed.body["message"] == 'strconv.ParseUint: parsing "abc": invalid syntax'
+
+
+async def test_unmergeable_strategic_patches_are_plain_500s(apiserver: Cluster,
+                                                            configmaps: str) -> None:
+    # The strategic merge code's errors, values printed as Go's %v prints them.
+    await apiserver.request("POST", configmaps, json=configmap("p", finalizers=["a/x"]))
+    path = f"{configmaps}/p"
+    cases = [
+        ({"$patch": "bogus"}, "unknown patch type: bogus in map: map[$patch:bogus]"),
+        ({"metadata": {"finalizers": [{"$patch": "replace"}]}},
+         "list element types are not identical: [[a/x] [map[$patch:replace]]]"),
+    ]
+    for patch, message in cases:
+        got = await apiserver.request("PATCH", path, json=patch,
+                                      content_type="application/strategic-merge-patch+json")
+        assert got.status == 500, (patch, got)
+        assert got.body == {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Failure", "message": message, "code": 500}
+    await apiserver.request("PATCH", path, json={"metadata": {"finalizers": None}},
+                            content_type="application/merge-patch+json")

@@ -1,0 +1,111 @@
+"""What an update keeps and changes: the generic registry's rules (``rest.BeforeUpdate``).
+
+Pure functions on objects, used by :class:`Storage` for every kind: the
+metadata a client may not change, status versus main resource writes, the
+finalizer rule for objects being deleted, when ``generation`` bumps, when
+a write changes nothing at all, and what ``managedFields`` records.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from typing import Any
+
+from ._registry import ResourceType
+from ._status import APIError, Cause
+
+__all__ = ["check_finalizers", "managed_entry", "merge_update", "same", "spec_changed",
+           "storage_key", "timestamp"]
+
+Obj = dict[str, Any]
+
+
+def timestamp(seconds: float) -> str:
+    """RFC 3339 in seconds, as metav1.Time serializes."""
+    return datetime.datetime.fromtimestamp(int(seconds), datetime.UTC).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+
+
+def merge_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | None) -> Obj:
+    """``rest.BeforeUpdate``: what an update may not change is taken from ``old``.
+
+    A ``status`` write changes only status; with a status subresource a write
+    to the main resource leaves status alone (a Pod binding writes both).
+    """
+    if subresource == "status":
+        result = copy.deepcopy(old)
+        if "status" in new:
+            result["status"] = new["status"]
+        else:
+            result.pop("status", None)
+        return result
+    result = dict(new)
+    result["apiVersion"], result["kind"] = old["apiVersion"], old["kind"]
+    meta = dict(new["metadata"])
+    old_meta = old["metadata"]
+    for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+              "generation", "name", "namespace", "managedFields", "resourceVersion"):
+        if k in old_meta:
+            meta[k] = old_meta[k]
+        else:
+            meta.pop(k, None)
+    result["metadata"] = meta
+    if rtype.status_subresource and subresource != "binding":  # a binding writes both
+        if "status" in old:
+            result["status"] = old["status"]
+        else:
+            result.pop("status", None)
+    return result
+
+
+def check_finalizers(rtype: ResourceType, old: Obj, new: Obj) -> None:
+    """No finalizer may be added to an object being deleted (ValidateObjectMetaUpdate)."""
+    if not old["metadata"].get("deletionTimestamp"):
+        return
+    before = set(old["metadata"].get("finalizers") or ())
+    added = [f for f in new["metadata"].get("finalizers") or () if f not in before]
+    if added:
+        quoted = ", ".join(f'"{f}"' for f in added)
+        raise APIError.invalid(rtype.qualified_kind(), old["metadata"]["name"], [Cause(
+            "FieldValueForbidden",
+            "Forbidden: no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers []string{{{quoted}}}", "metadata.finalizers")],
+            rtype.resource.group)
+
+
+def managed_entry(obj: Obj, manager: str, operation: str, now: float) -> Obj:
+    """One ``metadata.managedFields`` entry: the top-level fields only (no ownership)."""
+    skip = ("apiVersion", "kind", "status", "metadata")
+    fields: dict[str, Any] = {f"f:{k}": {} for k in sorted(obj) if k not in skip}
+    entry: dict[str, Any] = {
+        "manager": manager, "operation": operation, "apiVersion": obj.get("apiVersion"),
+        "time": timestamp(now), "fieldsType": "FieldsV1", "fieldsV1": fields}
+    return entry
+
+
+def storage_key(rtype: ResourceType, namespace: str, name: str) -> str:
+    """The etcd key kube-apiserver stores the object under (named in storage errors)."""
+    r = rtype.resource
+    prefix = r.plural if rtype.builtin and r.group != "apiextensions.k8s.io" else (
+        f"{r.group}/{r.plural}")
+    return "/".join(["/registry", prefix, *([namespace] if namespace else []), name])
+
+
+def _strip(obj: Obj) -> Obj:
+    meta = {k: v for k, v in obj["metadata"].items()
+            if k not in ("resourceVersion", "managedFields")}
+    return dict(obj, metadata=meta)
+
+
+def same(a: Obj, b: Obj) -> bool:
+    """Equal but for resourceVersion and managedFields: an update that writes nothing."""
+    return _strip(a) == _strip(b)
+
+
+def spec_changed(rtype: ResourceType, old: Obj, new: Obj) -> bool:
+    """Whether generation bumps: anything but metadata (and status, with a subresource)."""
+    ignore = {"metadata", "status", "apiVersion", "kind"} if rtype.status_subresource else {
+        "metadata", "apiVersion", "kind"}
+    keys = (set(old) | set(new)) - ignore
+    return any(old.get(k) != new.get(k) for k in keys)
