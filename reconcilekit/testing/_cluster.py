@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import orjson
 import yaml
+from multidict import CIMultiDict
 
 from ._apiserver import APIServer
 from ._faults import Faults
@@ -114,7 +115,7 @@ class Cluster:
                 decoded = orjson.loads(raw) if raw else None
             except orjson.JSONDecodeError:
                 decoded = raw.decode(errors="replace")
-            return HTTPResult(resp.status, dict(resp.headers), decoded)
+            return HTTPResult(resp.status, CIMultiDict(resp.headers), decoded)
 
     @asynccontextmanager
     async def watch(self, path: str, params: Mapping[str, str] | None = None,

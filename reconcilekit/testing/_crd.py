@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._objects import Resource
+from ._crd_schema import CustomResourceSchema, has_rules
 from ._registry import ResourceType
 from ._status import Cause
 from ._validation import dns_label_errors, invalid
@@ -94,11 +95,32 @@ def _validate_versions(versions: Any) -> list[Cause]:
             causes.append(Cause("FieldValueInvalid",
                                 'Unsupported value: must be "object" at the root',
                                 f"{path}.schema.openAPIV3Schema.type"))
+    causes.extend(_rule_errors(versions))
     if storage != 1:
         causes.append(Cause("FieldValueInvalid",
                             f"Invalid value: {_versions_repr(versions)}: must have exactly one "
                             "version marked as storage version", "spec.versions"))
     return causes
+
+
+def _rule_errors(versions: list[Any]) -> list[Cause]:
+    """CEL rules that do not compile, at the path kube-apiserver names: its internal
+    version holds one ``spec.validation`` when every version has the same schema."""
+    schemas: list[Mapping[str, Any]] = []
+    for v in versions:
+        schema = (v.get("schema") or {}).get("openAPIV3Schema") if isinstance(
+            v, Mapping) and isinstance(v.get("schema"), Mapping) else None
+        if not isinstance(schema, Mapping):
+            return []  # refused for that already
+        schemas.append(schema)
+    if not any(has_rules(s) for s in schemas):
+        return []
+    from ._cel_rules import compile_errors  # imports cel-python: only when needed
+
+    if all(s == schemas[0] for s in schemas[1:]):
+        return compile_errors(schemas[0], "spec.validation.openAPIV3Schema")
+    return [c for i, s in enumerate(schemas)
+            for c in compile_errors(s, f"spec.versions[{i}].schema.openAPIV3Schema")]
 
 
 def _versions_repr(versions: list[Any]) -> str:
@@ -127,6 +149,6 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
             field_labels=frozenset({"metadata.name", "metadata.namespace"} | selectable),
             categories=tuple(names.get("categories") or ()),
             crd_name=crd["metadata"]["name"],
-            schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+            schema=CustomResourceSchema(v["schema"]["openAPIV3Schema"]),
         ))
     return out

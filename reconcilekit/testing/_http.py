@@ -17,7 +17,9 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 
+from .._selector_syntax import go_quote
 from .._selectors import FieldSelector, LabelSelector, SelectorError
 from ._decoding import go_base64_decode
 from ._faults import Faults
@@ -33,16 +35,17 @@ from ._requests import (
 from ._status import APIError, Cause, DecodeError
 from ._storage import Storage
 from ._watch_stream import serve_watch
-from ._writes import DeleteOptions, Writes, dry_run_of, parse_json
+from ._writes import DeleteOptions, WriteOptions, Writes, parse_json
 
 __all__ = ["Handler", "VERSION_INFO"]
 
 log = logging.getLogger("reconcilekit.testing.apiserver")
 
+# the kube-apiserver release whose answers the server gives (checked in CI against it)
 VERSION_INFO = {
-    "major": "1", "minor": "31", "gitVersion": "v1.31.0+reconcilekit",
+    "major": "1", "minor": "28", "gitVersion": "v1.28.7+reconcilekit",
     "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.0", "compiler": "gc",
+    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.21.7", "compiler": "gc",
     "platform": "linux/amd64",
 }
 _OPEN_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
@@ -53,6 +56,13 @@ def _json_response(body: Any, status: int = 200,
                    headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, content_type=_JSON,
                         headers=headers)
+
+
+def _warnings(options: WriteOptions) -> CIMultiDict[str] | None:
+    """``Warning: 299 - "TEXT"`` headers, one per warning, as kube-apiserver sends them."""
+    if not options.warnings:
+        return None
+    return CIMultiDict(("Warning", f"299 - {go_quote(w)}") for w in options.warnings)
 
 
 def _error_response(err: APIError) -> web.Response:
@@ -150,22 +160,25 @@ class Handler:
                 return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                        "status": "Success", "code": 201}, 201)
             case "create":
-                dry_run = dry_run_of(request.query.getall("dryRun", []), "CreateOptions")
+                opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
+                                             "CreateOptions")
                 obj = self.writes.create(req, await _body(request), self._manager(request),
-                                         dry_run)
-                return _json_response(self._out(req, obj), 201)
+                                         opts)
+                return _json_response(self._out(req, obj), 201, _warnings(opts))
             case "update":
-                dry_run = dry_run_of(request.query.getall("dryRun", []), "UpdateOptions")
+                opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
+                                             "UpdateOptions")
                 obj = self.writes.update(req, await _body(request), self._manager(request),
-                                         dry_run)
-                return _json_response(self._out(req, obj))
+                                         opts)
+                return _json_response(self._out(req, obj), 200, _warnings(opts))
             case "patch":
-                dry_run = dry_run_of(request.query.getall("dryRun", []), "PatchOptions")
+                opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
+                                             "PatchOptions")
                 content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
                 code, obj = self.writes.patch(req, content_type, await request.read(),
                                               self._manager(request),
-                                              bool(request.query.get("fieldManager")), dry_run)
-                return _json_response(self._out(req, obj), code)
+                                              bool(request.query.get("fieldManager")), opts)
+                return _json_response(self._out(req, obj), code, _warnings(opts))
             case "delete":
                 options = DeleteOptions.parse(await request.read(), request.query,
                                               request.query.getall("dryRun", []))

@@ -9,9 +9,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._objects import Resource
+
+if TYPE_CHECKING:
+    from ._crd_schema import CustomResourceSchema
 
 __all__ = ["BUILTIN_TYPES", "Registry", "ResourceType"]
 
@@ -31,6 +34,8 @@ class ResourceType:
     allowed (ConfigMaps), instead of refused with 422 (Leases, custom resources).
     ``builtin``: accepts strategic-merge patches; list items carry no
     ``kind``/``apiVersion``.
+    ``schema``: a custom resource's structural schema (pruning, defaults,
+    validation).
     """
 
     resource: Resource
@@ -43,7 +48,7 @@ class ResourceType:
     field_labels: frozenset[str] = _COMMON_FIELDS
     categories: tuple[str, ...] = ()
     crd_name: str | None = None
-    schema: dict[str, Any] | None = field(default=None, compare=False)
+    schema: CustomResourceSchema | None = field(default=None, compare=False)
 
     @property
     def list_kind(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -29,7 +29,7 @@ from ._strategies import validate as validate_kind
 from ._strategies import validate_update
 from ._validation import invalid, validate_object_meta
 
-__all__ = ["DeleteOptions", "Writes", "dry_run_of"]
+__all__ = ["DeleteOptions", "WriteOptions", "Writes", "dry_run_of"]
 
 Obj = dict[str, Any]
 _JSON_PATCH = "application/json-patch+json"
@@ -48,6 +48,34 @@ def dry_run_of(values: list[str], options_kind: str) -> bool:
             "FieldValueNotSupported", f'Unsupported value: {shown}: supported values: "All"',
             "dryRun")])
     return bool(values)
+
+
+_FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """A create, update or patch's options, and the warnings its answer carries.
+
+    ``field_validation``: what unknown fields do (``Strict``: 400; ``Warn``,
+    the default: a warning each; ``Ignore``: nothing); they are pruned from
+    custom resources either way.
+    """
+
+    dry_run: bool = False
+    field_validation: str = "Warn"
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, query: Mapping[str, str], dry_run: Sequence[str],
+              options_kind: str) -> WriteOptions:
+        """From the query (422 on ``options_kind`` for a value kube-apiserver refuses)."""
+        validation = query.get("fieldValidation", "")
+        if validation not in _FIELD_VALIDATION:
+            raise APIError.invalid_options(options_kind, [Cause(
+                "FieldValueNotSupported", f"Unsupported value: {go_quote(validation)}: "
+                'supported values: "", "Ignore", "Strict", "Warn"', "fieldValidation")])
+        return cls(dry_run_of(list(dry_run), options_kind), validation or "Warn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,13 +148,16 @@ class Writes:
 
     # -- checks shared by the verbs ------------------------------------------------
 
-    def check_body(self, req: ResourceRequest, body: Obj, *, patched: bool = False) -> Obj:
+    def check_body(self, req: ResourceRequest, body: Obj, *, patched: bool = False,
+                   options: WriteOptions | None = None) -> Obj:
         """Decode ``body`` as kube-apiserver does into the kind (a copy), or refuse it.
 
         kind/apiVersion must match the URL (defaulted for built-in kinds), the
         namespace too; field types, base64 and MicroTimes must decode. A
         request body is refused with 400, a patched object with 422 on
-        ``patch``.
+        ``patch``. A custom resource is pruned and defaulted by its schema;
+        the fields pruned as unknown go to ``options.warnings``, or refuse
+        the body under ``fieldValidation=Strict``.
         """
         r = req.rtype.resource
         api_version, kind = body.get("apiVersion"), body.get("kind")
@@ -159,6 +190,15 @@ class Writes:
             normalize_microtimes(req.rtype, decoded)
         except DecodeError as err:
             raise self._undecodable(req, body, patched, str(err)) from None
+        schema = req.rtype.schema
+        if schema is not None:
+            unknown = [f"unknown field {go_quote(p)}" for p in schema.decode(decoded)]
+            validation = options.field_validation if options else "Warn"
+            if unknown and validation == "Strict":
+                raise self._undecodable(req, body, patched,
+                                        "strict decoding error: " + ", ".join(unknown))
+            if options is not None and validation == "Warn":
+                options.warnings.extend(unknown)
         return decoded
 
     def _undecodable(self, req: ResourceRequest, body: Obj, patched: bool, why: str,
@@ -182,12 +222,23 @@ class Writes:
         causes.extend(validate_kind(rtype, obj, req.namespace or ""))
         if old is not None:
             causes.extend(validate_update(rtype, old, obj))
+        if rtype.schema is not None:
+            causes.extend(rtype.schema.validate(obj, old))
         if causes:
             raise APIError.invalid(rtype.qualified_kind(), obj["metadata"].get("name", ""),
                                    causes, r.group)
 
     def _checker(self, req: ResourceRequest) -> Callable[[Obj, Obj], None] | None:
-        """The validation of an update of the main resource (none for subresources)."""
+        """The validation of an update: the kind's for the main resource, the
+        schema's for a custom resource's ``status`` (none for other subresources)."""
+        schema = req.rtype.schema
+        if req.subresource == "status" and schema is not None:
+            def check_status(old: Obj, new: Obj) -> None:
+                causes = schema.validate_status(new, old)
+                if causes:
+                    raise APIError.invalid(req.rtype.qualified_kind(), new["metadata"]["name"],
+                                           causes, req.rtype.resource.group)
+            return check_status
         if req.subresource:
             return None
         return lambda old, new: self.validate(req, new, old)
@@ -211,8 +262,9 @@ class Writes:
     # -- verbs -------------------------------------------------------------------------
 
     def create(self, req: ResourceRequest, body: Obj, manager: str,
-               dry_run: bool = False) -> Obj:
-        body = self.check_body(req, body)
+               options: WriteOptions | None = None) -> Obj:
+        options = options or WriteOptions()
+        body = self.check_body(req, body, options=options)
         meta = body["metadata"]
         if not meta.get("name") and not meta.get("generateName"):
             r = req.rtype
@@ -225,12 +277,14 @@ class Writes:
             meta["name"] = self.storage.generate_name(req.rtype, ns, meta["generateName"])
         _dedup_owner_references(meta)
         self.validate(req, body)
-        return self.storage.create(req.rtype, ns, body, manager=manager, dry_run=dry_run)
+        return self.storage.create(req.rtype, ns, body, manager=manager,
+                                   dry_run=options.dry_run)
 
     def update(self, req: ResourceRequest, body: Obj, manager: str,
-               dry_run: bool = False) -> Obj:
+               options: WriteOptions | None = None) -> Obj:
         assert req.name is not None
-        body = self.check_body(req, body)
+        options = options or WriteOptions()
+        body = self.check_body(req, body, options=options)
         body_name = body["metadata"].get("name", "")
         if body_name != req.name:
             raise APIError.bad_request(f"the name of the object ({body_name}) does not match "
@@ -238,7 +292,7 @@ class Writes:
         _dedup_owner_references(body["metadata"])
         return self.storage.update(req.rtype, req.namespace or "", req.name, body,
                                    subresource=req.subresource, manager=manager, check_rv=True,
-                                   check=self._checker(req), dry_run=dry_run)
+                                   check=self._checker(req), dry_run=options.dry_run)
 
     def bind(self, req: ResourceRequest, body: Obj, manager: str) -> Obj:
         """``POST pods/NAME/binding``: what the scheduler writes, as kube-apiserver does it.
@@ -280,8 +334,9 @@ class Writes:
 
     def patch(self, req: ResourceRequest, content_type: str, raw: bytes,
               manager: str, field_manager_given: bool,
-              dry_run: bool = False) -> tuple[int, Obj]:
+              options: WriteOptions | None = None) -> tuple[int, Obj]:
         assert req.name is not None
+        options = options or WriteOptions()
         rtype = req.rtype
         if content_type not in _PATCH_TYPES or (
                 content_type == _STRATEGIC_PATCH and not rtype.builtin):
@@ -290,7 +345,7 @@ class Writes:
                            f'the body of the request was in an unknown format - accepted media '
                            f'types include: {", ".join(accepted)}', {})
         if content_type == _APPLY_PATCH:
-            return self._apply(req, raw, manager, field_manager_given, dry_run)
+            return self._apply(req, raw, manager, field_manager_given, options)
         patch = _decode_patch(content_type, raw)
         ns = req.namespace or ""
         old = self.storage.get(rtype, ns, req.name)
@@ -307,7 +362,7 @@ class Writes:
                            {} if err.status == 422 else None) from None
         if not isinstance(patched, dict):
             raise APIError.bad_request("the patched object is not a JSON object")
-        patched = self.check_body(req, patched, patched=True)
+        patched = self.check_body(req, patched, patched=True, options=options)
         name = patched["metadata"].get("name", "")
         if name != req.name:
             raise APIError.bad_request(f"the name of the object ({name}) does not match the "
@@ -316,10 +371,10 @@ class Writes:
         return 200, self.storage.update(rtype, ns, req.name, patched,
                                         subresource=req.subresource, manager=manager,
                                         check_rv=False, check=self._checker(req),
-                                        dry_run=dry_run)
+                                        dry_run=options.dry_run)
 
     def _apply(self, req: ResourceRequest, raw: bytes, manager: str,
-               field_manager_given: bool, dry_run: bool) -> tuple[int, Obj]:
+               field_manager_given: bool, options: WriteOptions) -> tuple[int, Obj]:
         """Server-side apply, approximated: create, or merge the applied fields in.
 
         Field ownership is not tracked: fields a later apply omits are kept,
@@ -335,7 +390,7 @@ class Writes:
             raise APIError.bad_request(f"error decoding YAML: {err}") from None
         if not isinstance(applied, dict):
             raise APIError.bad_request("the applied configuration is not an object")
-        applied = self.check_body(req, applied)
+        applied = self.check_body(req, applied, options=options)
         if applied["metadata"].get("name", req.name) != req.name:
             raise APIError.bad_request("the name of the object does not match the URL")
         applied["metadata"]["name"] = req.name
@@ -345,13 +400,13 @@ class Writes:
             self._check_namespace(req)
             self.validate(req, applied)
             return 201, self.storage.create(req.rtype, ns, applied, manager=manager,
-                                            dry_run=dry_run)
+                                            dry_run=options.dry_run)
         old = self.storage.get(req.rtype, ns, req.name)
         merged = _deep_merge(old, applied)
         return 200, self.storage.update(req.rtype, ns, req.name, merged,
                                         subresource=req.subresource, manager=manager,
                                         check_rv=False, operation="Apply",
-                                        check=self._checker(req), dry_run=dry_run)
+                                        check=self._checker(req), dry_run=options.dry_run)
 
     def delete(self, req: ResourceRequest, options: DeleteOptions) -> tuple[Obj, bool]:
         assert req.name is not None

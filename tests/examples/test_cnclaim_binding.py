@@ -111,3 +111,30 @@ async def test_a_spec_the_schema_lets_through_but_the_code_cannot_use_is_termina
         assert claims.queue.num_requeues(Request(ns, "bad")) == 0
         assert claims.queue.statistics().waiting == 0
     assert event["type"] == "Warning" and event["message"] == message
+
+
+@pytest.mark.parametrize(("spec", "cause"), [
+    ("pool-a", ("spec", 'Invalid value: "string": spec in body must be of type object: '
+                        '"string"')),
+    ({"poolName": 7}, ("spec.poolName", 'Invalid value: "integer": spec.poolName in body '
+                                        'must be of type string: "integer"')),
+    ({"selector": {"matchExpressions": [{"key": "zone", "operator": "Near"}]}},
+     ("spec.selector.matchExpressions[0].operator", 'Unsupported value: "Near": supported '
+      'values: "In", "NotIn", "Exists", "DoesNotExist"')),
+    ({}, ("spec", 'Invalid value: "object": spec.poolName or spec.selector is required')),
+    ({"selector": [{"matchLabels": {}}]}, ("spec.selector", 'Invalid value: "array": '
+                                           'spec.selector in body must be of type object: '
+                                           '"array"')),
+    ({"poolName": "p", "sourcePod": {"podName": 3}},
+     ("spec.sourcePod.podName", 'Invalid value: "integer": spec.sourcePod.podName in body '
+                                'must be of type string: "integer"')),
+])
+async def test_a_malformed_claim_is_refused_by_the_crd_schema(
+        apiserver: Cluster, client: Client, spec: Any, cause: tuple[str, str]) -> None:
+    """The API server refuses it with 422 naming the field: it never reaches the operator."""
+    got = await apiserver.request(
+        "POST", f"/apis/{CNCLAIMS.api_version}/namespaces/{apiserver.namespace}/cnclaims",
+        json={"apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
+              "metadata": {"name": "malformed"}, "spec": spec})
+    assert got.status == 422, got
+    assert cause in {(c["field"], c["message"]) for c in got.body["details"]["causes"]}
