@@ -1,4 +1,5 @@
-"""Test API server: time until ready, and request/watch throughput on loopback.
+"""Test API server: time until ready, and request/watch throughput on loopback,
+over HTTPS (the default) and plain HTTP.
 
 Run: ``python -m benchmarks.apiserver``. Numbers go in docs/performance.md.
 """
@@ -14,12 +15,15 @@ import kubernetes_asyncio.client  # noqa: F401  (the client's import is not the 
 from reconcilekit.testing import APIServer, Cluster
 
 
-async def _startup_ms(rounds: int = 21) -> tuple[float, float, float]:
-    """First start in the process (imports included), then median and worst of the rest."""
+async def _startup_ms(tls: bool, rounds: int = 21) -> tuple[float, float, float]:
+    """First start in the process (imports included), then median and worst of the rest.
+
+    With TLS the start includes making a CA and a serving certificate.
+    """
     samples = []
     for _ in range(rounds):
         started = time.perf_counter()
-        server = APIServer()
+        server = APIServer(tls=tls)
         await server.start()
         cluster = Cluster(server.configuration(), server=server)
         got = await cluster.request("GET", "/readyz")
@@ -30,8 +34,8 @@ async def _startup_ms(rounds: int = 21) -> tuple[float, float, float]:
     return samples[0], statistics.median(samples[1:]), max(samples[1:])
 
 
-async def _throughput(n: int = 2000) -> tuple[float, float]:
-    async with APIServer() as server:
+async def _throughput(tls: bool, n: int = 2000) -> tuple[float, float]:
+    async with APIServer(tls=tls) as server:
         cluster = Cluster(server.configuration(), server=server)
         path = "/api/v1/namespaces/default/configmaps"
         rv = (await cluster.request("GET", path)).body["metadata"]["resourceVersion"]
@@ -54,15 +58,16 @@ async def _throughput(n: int = 2000) -> tuple[float, float]:
 
 
 async def main() -> None:
-    first, median, worst = await _startup_ms()
-    creates, replay = await _throughput()
-    print("| measurement | value |")
-    print("|---|---|")
-    print(f"| start to first /readyz answer, first in process | {first:.1f} ms |")
-    print(f"| start to first /readyz answer (median of 20) | {median:.1f} ms |")
-    print(f"| start to first /readyz answer (worst of 20) | {worst:.1f} ms |")
-    print(f"| sequential creates over HTTP | {creates:,.0f} /s |")
-    print(f"| watch replay of history | {replay:,.0f} events/s |")
+    print("| measurement | HTTPS (default) | plain HTTP (`tls=False`) |")
+    print("|---|---:|---:|")
+    runs = {tls: (await _startup_ms(tls), await _throughput(tls)) for tls in (True, False)}
+    rows = [("start to first /readyz answer, first in process", lambda r: f"{r[0][0]:.1f} ms"),
+            ("start to first /readyz answer (median of 20)", lambda r: f"{r[0][1]:.1f} ms"),
+            ("start to first /readyz answer (worst of 20)", lambda r: f"{r[0][2]:.1f} ms"),
+            ("sequential creates", lambda r: f"{r[1][0]:,.0f} /s"),
+            ("watch replay of history", lambda r: f"{r[1][1]:,.0f} events/s")]
+    for label, cell in rows:
+        print(f"| {label} | {cell(runs[True])} | {cell(runs[False])} |")
 
 
 if __name__ == "__main__":

@@ -402,7 +402,9 @@ async def test_typed_errors_name_the_problem(client: Client, apiserver: Cluster)
 async def test_anonymous_requests_are_forbidden(apiserver: Cluster) -> None:
     from kubernetes_asyncio.client import Configuration
 
-    async with Client(Configuration(host=apiserver.configuration.host)) as anonymous:
+    cfg = Configuration(host=apiserver.configuration.host)  # no token, the server's CA
+    cfg.ssl_ca_cert = apiserver.configuration.ssl_ca_cert
+    async with Client(cfg) as anonymous:
         with pytest.raises(Forbidden, match='User "system:anonymous" cannot get'):
             await anonymous.get(CONFIGMAPS, "a", apiserver.namespace)
 

@@ -1,6 +1,7 @@
 """``python -m reconcilekit.testing``: run the in-process API server standalone.
 
-Writes a kubeconfig so kubectl, kopf or any client can be pointed at it, prints
+Serves HTTPS with a certificate made at start and writes a kubeconfig that
+trusts it, so kubectl, kopf or any client can be pointed at it; prints
 one line saying where it listens, and serves until SIGINT or SIGTERM.
 """
 
@@ -24,6 +25,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0,
                         help="port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--token", default=None, help="bearer token (default: random)")
+    parser.add_argument("--plain-http", action="store_true",
+                        help="serve plain HTTP instead of HTTPS (clients such as kubectl "
+                             "then send no bearer token, and are refused as anonymous)")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be between 0 and 65535, got {args.port}")
@@ -35,7 +39,7 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    server = APIServer(port=args.port, token=args.token)
+    server = APIServer(port=args.port, token=args.token, tls=not args.plain_http)
     try:
         await server.start()
     except OSError as err:

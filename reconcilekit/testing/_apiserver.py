@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import secrets
+import shutil
+import ssl
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,6 +20,7 @@ from ._kubeconfig import kubeconfig_document, write_kubeconfig
 from ._lifecycle import Lifecycle
 from ._registry import Registry
 from ._storage import Storage
+from ._tls import ServingCertificate
 
 __all__ = ["APIServer"]
 
@@ -26,7 +30,9 @@ _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease
 class APIServer:
     """A Kubernetes API server with storage and nothing else, on 127.0.0.1.
 
-    It speaks kube-apiserver's JSON wire protocol over HTTP, so any client
+    It speaks kube-apiserver's JSON wire protocol over HTTPS (a certificate
+    made at start, signed by a CA of its own that :meth:`configuration` and
+    :meth:`kubeconfig` trust; plain HTTP only with ``tls=False``), so any client
     (kubernetes-asyncio, kubectl, kopf, reconcilekit's own) talks to it as to
     a cluster: discovery, CRUD with optimistic concurrency, patches, list
     with selectors and pagination, watch with bookmarks and 410 Expired,
@@ -53,10 +59,13 @@ class APIServer:
     def __init__(self, *, port: int = 0, token: str | None = None,
                  history_limit: int = 10_000, bookmark_interval: float = 60.0,
                  watch_buffer: int = 100_000,
-                 users: dict[str, str] | None = None) -> None:
+                 users: dict[str, str] | None = None, tls: bool = True) -> None:
         self.token = token or secrets.token_urlsafe(24)
         self._tokens = {self.token: "admin", **(users or {})}
         self._port = port
+        self._tls = tls
+        self._certificate: ServingCertificate | None = None
+        self._ca_dir: Path | None = None
         self.registry = Registry()
         self.storage = Storage(history_limit=history_limit, now=time.time)
         self.lifecycle = Lifecycle(self.storage, self.registry)
@@ -85,9 +94,22 @@ class APIServer:
         app.router.add_route("*", "/{tail:.*}", handler.handle)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                shutdown_timeout=1.0)
+        context = None
+        if self._tls:
+            self._certificate = ServingCertificate.generate(("127.0.0.1", "localhost"),
+                                                            common_name="reconcilekit-apiserver")
+            context = self._certificate.server_context()
+            self._ca_dir = Path(tempfile.mkdtemp(prefix="reconcilekit-apiserver-"))
+            self._certificate.write_ca(self._ca_dir / "ca.crt")
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self._port, reuse_address=True)
-        await site.start()
+        site = web.TCPSite(runner, "127.0.0.1", self._port, reuse_address=True,
+                           ssl_context=context)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            self._remove_ca()
+            raise
         self._runner, self._site = runner, site
         server = site._server
         sockets: Any = getattr(server, "sockets", None) or ()
@@ -100,6 +122,12 @@ class APIServer:
         self.faults.close_watches()
         runner, self._runner, self._site = self._runner, None, None
         await runner.cleanup()
+        self._remove_ca()
+
+    def _remove_ca(self) -> None:
+        if self._ca_dir is not None:
+            shutil.rmtree(self._ca_dir, ignore_errors=True)
+            self._ca_dir = None
 
     async def __aenter__(self) -> APIServer:
         await self.start()
@@ -117,18 +145,35 @@ class APIServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
+        """``https://127.0.0.1:PORT`` (``http://`` with ``tls=False``)."""
         if self._runner is None:
             raise RuntimeError("APIServer is not started")
-        return f"http://127.0.0.1:{self._port}"
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self._port}"
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The CA certificate (PEM) that signed the serving certificate; None without TLS."""
+        return self._certificate.ca_pem if self._tls and self._certificate else None
+
+    @property
+    def ca_file(self) -> Path | None:
+        """A file holding :attr:`ca_pem` while the server runs; None without TLS."""
+        return self._ca_dir / "ca.crt" if self._ca_dir is not None else None
+
+    def client_ssl_context(self) -> ssl.SSLContext | None:
+        """An SSL context trusting only this server's CA (for raw aiohttp clients)."""
+        return self._certificate.client_context() if self._tls and self._certificate else None
 
     def configuration(self) -> Any:
-        """A kubernetes-asyncio ``Configuration`` that authenticates as the admin user."""
+        """A kubernetes-asyncio ``Configuration`` that authenticates as the admin user
+        and verifies the server's certificate with its CA."""
         from kubernetes_asyncio.client import Configuration
 
         cfg = Configuration(host=self.url)
         cfg.api_key = {"BearerToken": self.token}
         cfg.api_key_prefix = {"BearerToken": "Bearer"}
+        if self.ca_file is not None:
+            cfg.ssl_ca_cert = str(self.ca_file)
         return cfg
 
     def api_client(self) -> Any:
@@ -139,7 +184,8 @@ class APIServer:
 
     def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
         """A kubeconfig document (as a dict) pointing at this server."""
-        return kubeconfig_document("reconcilekit", self.url, self.token, namespace=namespace)
+        return kubeconfig_document("reconcilekit", self.url, self.token, namespace=namespace,
+                                   ca_pem=self.ca_pem)
 
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""

@@ -2,49 +2,29 @@
 
 The in-process API server serves HTTPS like kube-apiserver, so that kubectl and
 every client-go client (which send a bearer token only over TLS) work against
-it. Keys are ECDSA P-256: a key is made in about a millisecond, where RSA-2048
-takes tens, and every client kube-apiserver supports accepts them.
+it; :class:`ControlPlane` gives kube-apiserver one too. The certificates come
+from ``trustme``, the test-certificate library: ECDSA P-256 keys (made in a
+millisecond, where RSA-2048 takes tens), accepted by every client
+kube-apiserver supports.
 
 Guarantees: the certificate names every host given (DNS names and IP
-addresses), is valid from a minute before it was made (clock skew) for the
-given lifetime, and is signed by a CA that signs nothing else; the private
-keys never leave the :class:`ServingCertificate` unless written out.
+addresses), is valid from before it was made (clock skew) for the given
+lifetime, and is signed by a CA made for it alone; the private key never
+leaves the :class:`ServingCertificate` unless written out.
 """
 
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import ssl
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+import trustme
 
 __all__ = ["ServingCertificate"]
-
-_PEM = serialization.Encoding.PEM
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _san(host: str) -> x509.GeneralName:
-    try:
-        return x509.IPAddress(ipaddress.ip_address(host))
-    except ValueError:
-        return x509.DNSName(host)
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(_PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,38 +41,13 @@ class ServingCertificate:
         """A new CA and a certificate for ``hosts`` (DNS names or IP addresses) signed by it."""
         if not hosts:
             raise ValueError("a serving certificate needs at least one host")
+        ca = trustme.CA(organization_name=common_name)
         now = datetime.datetime.now(datetime.UTC)
-        start, end = now - datetime.timedelta(minutes=1), now + datetime.timedelta(days=days)
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca_name = _name(f"{common_name}-ca")
-        ca = (x509.CertificateBuilder()
-              .subject_name(ca_name).issuer_name(ca_name)
-              .public_key(ca_key.public_key())
-              .serial_number(x509.random_serial_number())
-              .not_valid_before(start).not_valid_after(end)
-              .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-              .add_extension(x509.KeyUsage(
-                  digital_signature=True, key_cert_sign=True, crl_sign=True,
-                  content_commitment=False, key_encipherment=False, data_encipherment=False,
-                  key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-              .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
-                             critical=False)
-              .sign(ca_key, hashes.SHA256()))
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = (x509.CertificateBuilder()
-                .subject_name(_name(common_name)).issuer_name(ca_name)
-                .public_key(key.public_key())
-                .serial_number(x509.random_serial_number())
-                .not_valid_before(start).not_valid_after(end)
-                .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]),
-                               critical=False)
-                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
-                               critical=False)
-                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
-                    ca_key.public_key()), critical=False)
-                .sign(ca_key, hashes.SHA256()))
-        return cls(ca.public_bytes(_PEM), cert.public_bytes(_PEM), _key_pem(key))
+        leaf = ca.issue_cert(*hosts, common_name=common_name,
+                             not_before=now - datetime.timedelta(minutes=1),
+                             not_after=now + datetime.timedelta(days=days))
+        return cls(ca.cert_pem.bytes(), leaf.cert_chain_pems[0].bytes(),
+                   leaf.private_key_pem.bytes())
 
     def server_context(self) -> ssl.SSLContext:
         """An SSL context that serves this certificate (TLS 1.2 and later)."""

@@ -9,7 +9,13 @@ source or documentation it copies.
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +102,19 @@ async def configmaps(apiserver: Cluster) -> AsyncIterator[str]:
     yield path
     if not apiserver.in_process:
         await _release_finalizers(apiserver, path)
+
+
+@asynccontextmanager
+async def serving_cli(kubeconfig: Path, *args: str) -> AsyncIterator[str]:
+    """Run ``python -m reconcilekit.testing --kubeconfig-out KUBECONFIG``; yields the line
+    it prints once listening. On exit it is sent SIGTERM and must exit 0."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "reconcilekit.testing", "--kubeconfig-out", str(kubeconfig),
+        *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        yield (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = await proc.wait()
+    assert code == 0
