@@ -253,16 +253,22 @@ class CustomResourceSchema:
 
     # -- decoding ----------------------------------------------------------------------
 
-    def decode(self, obj: Obj) -> list[str]:
+    def decode(self, obj: Obj, *, default: bool = True) -> list[str]:
         """Prune unknown fields and drop non-nullable nulls, then default, in place.
 
         Returns the paths pruned as unknown, sorted, as kube-apiserver names
-        them in its warnings and strict decoding errors.
+        them in its warnings and strict decoding errors. An apply's
+        configuration is not defaulted (its applier does not own defaults).
         """
         unknown: list[str] = []
         self._prune(obj, self.schema, "", unknown, root=True)
-        self._default(obj, self.schema)
+        if default:
+            self.default(obj)
         return sorted(unknown)
+
+    def default(self, obj: Obj) -> None:
+        """Give absent fields (and non-nullable nulls) their schema's defaults, in place."""
+        self._default(obj, self.schema)
 
     def _prune(self, value: Any, node: Mapping[str, Any], path: str, unknown: list[str],
                *, root: bool = False) -> None:

@@ -34,12 +34,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._field_ownership import FieldOwnership
 from ._registry import ResourceType
 from ._status import APIError, Cause
 from ._strategies import graceful_period, prepare_for_create, prepare_for_update
 from ._update_rules import (
     check_finalizers,
-    managed_entry,
     merge_update,
     same,
     spec_changed,
@@ -92,6 +92,7 @@ class Storage:
         self._pending: list[tuple[Table, Event]] = []
         self.delivered_rv = 1
         self.owners: dict[str, set[tuple[TableKey, ObjKey]]] = {}
+        self._ownership: dict[ResourceType, FieldOwnership] = {}
         # Called after an object is really gone: (table, object).
         self.on_removed: list[Callable[[Table, dict[str, Any]], None]] = []
         # Called after an object is created or changed: (table, object).
@@ -202,8 +203,16 @@ class Storage:
                 break
         return name
 
+    def ownership(self, rtype: ResourceType) -> FieldOwnership:
+        """The field ownership rules of a kind (its ``managedFields``)."""
+        rules = self._ownership.get(rtype)
+        if rules is None or rules.rtype.schema is not rtype.schema:
+            rules = self._ownership[rtype] = FieldOwnership(rtype)
+        return rules
+
     def create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any], *,
-               manager: str, dry_run: bool = False) -> dict[str, Any]:
+               manager: str, dry_run: bool = False,
+               managed_fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         table = self.table(rtype)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
@@ -228,7 +237,8 @@ class Storage:
         if rtype.generation:
             meta["generation"] = 1
         prepare_for_create(rtype, obj)
-        meta["managedFields"] = [managed_entry(obj, manager, "Update", self.now())]
+        meta["managedFields"] = managed_fields if managed_fields is not None else (
+            self.ownership(rtype).updated(None, obj, manager, None, self.now()))
         if dry_run:  # a dry-run create answers without a resourceVersion
             del meta["resourceVersion"]
             return obj
@@ -238,13 +248,14 @@ class Storage:
 
     def update(self, rtype: ResourceType, namespace: str, name: str, new: dict[str, Any], *,
                subresource: str | None, manager: str, check_rv: bool,
-               operation: str = "Update",
+               managed_fields: list[dict[str, Any]] | None = None,
                check: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
                dry_run: bool = False) -> dict[str, Any]:
         """Replace an object (PUT semantics; patches call this with the patched object).
 
         ``check(old, new)`` validates the object about to be stored (raising
         APIError); a dry run answers what would be stored and stores nothing.
+        ``managed_fields`` (an apply's) replaces the update's field ownership.
         """
         table = self.table(rtype)
         old = self.get(rtype, namespace, name)
@@ -274,13 +285,17 @@ class Storage:
         if check is not None:
             check(old, result)
         check_finalizers(rtype, old, result)
-        if same(old, result):
-            return old
         meta = result["metadata"]
+        if managed_fields is None:
+            managed_fields = self.ownership(rtype).updated(
+                old, result, manager, subresource if subresource == "status" else None,
+                self.now())
+        if same(old, result) and managed_fields == old["metadata"].get("managedFields"):
+            return old
         if rtype.generation and spec_changed(rtype, old, result):
             meta["generation"] = old["metadata"].get("generation", 0) + 1
         meta["resourceVersion"] = str(self.rv + 1)
-        meta["managedFields"] = [managed_entry(result, manager, operation, self.now())]
+        meta["managedFields"] = managed_fields
         if dry_run:
             meta["resourceVersion"] = old["metadata"]["resourceVersion"]
             return result

@@ -2,8 +2,8 @@
 
 Pure functions on objects, used by :class:`Storage` for every kind: the
 metadata a client may not change, status versus main resource writes, the
-finalizer rule for objects being deleted, when ``generation`` bumps, when
-a write changes nothing at all, and what ``managedFields`` records.
+finalizer rule for objects being deleted, when ``generation`` bumps, and when
+a write changes nothing at all.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from ._registry import ResourceType
 from ._status import APIError, Cause
 
-__all__ = ["check_finalizers", "managed_entry", "merge_update", "same", "spec_changed",
+__all__ = ["check_finalizers", "merge_update", "same", "spec_changed",
            "storage_key", "timestamp"]
 
 Obj = dict[str, Any]
@@ -72,16 +72,6 @@ def check_finalizers(rtype: ResourceType, old: Obj, new: Obj) -> None:
             "Forbidden: no new finalizers can be added if the object is being deleted, "
             f"found new finalizers []string{{{quoted}}}", "metadata.finalizers")],
             rtype.resource.group)
-
-
-def managed_entry(obj: Obj, manager: str, operation: str, now: float) -> Obj:
-    """One ``metadata.managedFields`` entry: the top-level fields only (no ownership)."""
-    skip = ("apiVersion", "kind", "status", "metadata")
-    fields: dict[str, Any] = {f"f:{k}": {} for k in sorted(obj) if k not in skip}
-    entry: dict[str, Any] = {
-        "manager": manager, "operation": operation, "apiVersion": obj.get("apiVersion"),
-        "time": timestamp(now), "fieldsType": "FieldsV1", "fieldsV1": fields}
-    return entry
 
 
 def storage_key(rtype: ResourceType, namespace: str, name: str) -> str:

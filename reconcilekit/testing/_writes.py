@@ -59,11 +59,13 @@ class WriteOptions:
 
     ``field_validation``: what unknown fields do (``Strict``: 400; ``Warn``,
     the default: a warning each; ``Ignore``: nothing); they are pruned from
-    custom resources either way.
+    custom resources either way. ``force``: an apply takes the fields other
+    managers own instead of failing with a conflict.
     """
 
     dry_run: bool = False
     field_validation: str = "Warn"
+    force: bool = False
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
@@ -75,7 +77,8 @@ class WriteOptions:
             raise APIError.invalid_options(options_kind, [Cause(
                 "FieldValueNotSupported", f"Unsupported value: {go_quote(validation)}: "
                 'supported values: "", "Ignore", "Strict", "Warn"', "fieldValidation")])
-        return cls(dry_run_of(list(dry_run), options_kind), validation or "Warn")
+        force = query.get("force", "") in ("true", "1")
+        return cls(dry_run_of(list(dry_run), options_kind), validation or "Warn", force)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +152,7 @@ class Writes:
     # -- checks shared by the verbs ------------------------------------------------
 
     def check_body(self, req: ResourceRequest, body: Obj, *, patched: bool = False,
-                   options: WriteOptions | None = None) -> Obj:
+                   options: WriteOptions | None = None, default: bool = True) -> Obj:
         """Decode ``body`` as kube-apiserver does into the kind (a copy), or refuse it.
 
         kind/apiVersion must match the URL (defaulted for built-in kinds), the
@@ -192,7 +195,8 @@ class Writes:
             raise self._undecodable(req, body, patched, str(err)) from None
         schema = req.rtype.schema
         if schema is not None:
-            unknown = [f"unknown field {go_quote(p)}" for p in schema.decode(decoded)]
+            unknown = [f"unknown field {go_quote(p)}"
+                       for p in schema.decode(decoded, default=default)]
             validation = options.field_validation if options else "Warn"
             if unknown and validation == "Strict":
                 raise self._undecodable(req, body, patched,
@@ -375,11 +379,8 @@ class Writes:
 
     def _apply(self, req: ResourceRequest, raw: bytes, manager: str,
                field_manager_given: bool, options: WriteOptions) -> tuple[int, Obj]:
-        """Server-side apply, approximated: create, or merge the applied fields in.
-
-        Field ownership is not tracked: fields a later apply omits are kept,
-        and no apply conflicts are reported.
-        """
+        """Server-side apply: create the object, or merge the configuration into it,
+        with field ownership and conflicts (see :mod:`._field_ownership`)."""
         assert req.name is not None
         if not field_manager_given:
             raise APIError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: '
@@ -390,22 +391,31 @@ class Writes:
             raise APIError.bad_request(f"error decoding YAML: {err}") from None
         if not isinstance(applied, dict):
             raise APIError.bad_request("the applied configuration is not an object")
-        applied = self.check_body(req, applied, options=options)
+        applied = self.check_body(req, applied, options=options, default=False)
         if applied["metadata"].get("name", req.name) != req.name:
             raise APIError.bad_request("the name of the object does not match the URL")
         applied["metadata"]["name"] = req.name
         _dedup_owner_references(applied["metadata"])
         ns = req.namespace or ""
+        schema = req.rtype.schema
         if (ns, req.name) not in self.storage.table(req.rtype).objects:
             self._check_namespace(req)
+            managed = self.storage.ownership(req.rtype).created_by_apply(
+                applied, manager, self.storage.now())
+            if schema is not None:
+                schema.default(applied)
             self.validate(req, applied)
             return 201, self.storage.create(req.rtype, ns, applied, manager=manager,
-                                            dry_run=options.dry_run)
-        old = self.storage.get(req.rtype, ns, req.name)
-        merged = _deep_merge(old, applied)
+                                            dry_run=options.dry_run, managed_fields=managed)
+        live = self.storage.get(req.rtype, ns, req.name)
+        merged, managed = self.storage.ownership(req.rtype).applied(
+            live, applied, manager, "status" if req.subresource == "status" else None,
+            options.force, self.storage.now())
+        if schema is not None:
+            schema.default(merged)
         return 200, self.storage.update(req.rtype, ns, req.name, merged,
                                         subresource=req.subresource, manager=manager,
-                                        check_rv=False, operation="Apply",
+                                        check_rv=False, managed_fields=managed,
                                         check=self._checker(req), dry_run=options.dry_run)
 
     def delete(self, req: ResourceRequest, options: DeleteOptions) -> tuple[Obj, bool]:
@@ -484,12 +494,3 @@ def short(body: Obj) -> str:
 
 def _name_of(req: ResourceRequest) -> str:
     return req.name or ""
-
-
-def _deep_merge(base: Any, overlay: Any) -> Any:
-    if isinstance(base, dict) and isinstance(overlay, dict):
-        out = dict(base)
-        for k, v in overlay.items():
-            out[k] = _deep_merge(base.get(k), v)
-        return out
-    return copy.deepcopy(overlay)

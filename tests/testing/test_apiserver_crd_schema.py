@@ -10,86 +10,17 @@ kube-apiserver lists schema errors in Go map order.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from reconcilekit.testing import Cluster
 
+from conftest import PROBE_CRD
+
 NOT_CHECKED = ("<nil>", 'Invalid value: "null": some validation rules were not checked '
                "because the object was invalid; correct the existing errors to complete "
                "validation")
-
-PROBE_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "probes.test.reconcilekit.dev"},
-    "spec": {
-        "group": "test.reconcilekit.dev",
-        "scope": "Namespaced",
-        "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {
-                        "type": "object",
-                        "required": ["size"],
-                        "x-kubernetes-validations": [
-                            {"rule": "self.size <= self.maxSize",
-                             "message": "size must not exceed maxSize"},
-                            {"rule": "!has(self.mode) || self.mode != 'bad'",
-                             "messageExpression": "'mode ' + self.mode + ' is bad'",
-                             "fieldPath": ".mode"},
-                            {"rule": "self.size == oldSelf.size || self.mode == 'resize'",
-                             "message": "size is immutable unless resizing"},
-                            {"rule": "!has(self.name) || self.name.lowerAscii() != 'root'"},
-                        ],
-                        "properties": {
-                            "size": {"type": "integer", "minimum": 1, "maximum": 100},
-                            "maxSize": {"type": "integer", "default": 50},
-                            "mode": {"type": "string", "enum": ["fast", "slow", "bad", "resize"]},
-                            "name": {"type": "string", "minLength": 2, "maxLength": 5,
-                                     "pattern": "^[a-z]+$"},
-                            "ratio": {"type": "number", "maximum": 10, "exclusiveMaximum": True},
-                            "even": {"type": "integer", "multipleOf": 2},
-                            "flag": {"type": "boolean"},
-                            "port": {"x-kubernetes-int-or-string": True},
-                            "tags": {"type": "array", "maxItems": 2, "minItems": 1,
-                                     "items": {"type": "string"},
-                                     "x-kubernetes-list-type": "set"},
-                            "items": {
-                                "type": "array",
-                                "x-kubernetes-list-type": "map",
-                                "x-kubernetes-list-map-keys": ["key"],
-                                "items": {"type": "object", "required": ["key"], "properties": {
-                                    "key": {"type": "string"},
-                                    "v": {"type": "string", "default": "dv"}}}},
-                            "labels": {"type": "object", "maxProperties": 2,
-                                       "additionalProperties": {"type": "string"}},
-                            "free": {"type": "object",
-                                     "x-kubernetes-preserve-unknown-fields": True},
-                            "note": {"type": "string"},
-                            "nullable": {"type": "string", "nullable": True},
-                            "nested": {"type": "object", "default": {},
-                                       "properties": {"deep": {"type": "integer"},
-                                                      "level": {"type": "string",
-                                                                "default": "info"}}},
-                            "created": {"type": "string", "format": "date-time"},
-                            "immut": {"type": "string", "x-kubernetes-validations": [
-                                {"rule": "self == oldSelf", "message": "immut is immutable"}]},
-                        },
-                    },
-                    "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
-                },
-            }},
-        }],
-    },
-}
-
 
 PLAIN_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -106,12 +37,6 @@ PLAIN_CRD: dict[str, Any] = {
                     "m": {"type": "object", "additionalProperties": {"type": "integer"}}}}}}}}],
     },
 }
-
-
-@pytest.fixture
-async def probes(apiserver: Cluster) -> AsyncIterator[str]:
-    await apiserver.install_crd(PROBE_CRD)
-    yield f"/apis/test.reconcilekit.dev/v1/namespaces/{apiserver.namespace}/probes"
 
 
 def probe(name: str, spec: Any, **rest: Any) -> dict[str, Any]:
