@@ -37,6 +37,7 @@ import anyio
 import anyio.abc
 
 from .._client import Client
+from .._clock import Clock, SystemClock
 from .._errors import APIError, Conflict, NotFound
 from .._informer import EventHandler, Informer
 from .._objects import ObjectKey, Resource
@@ -64,11 +65,15 @@ class NodeSimulator:
 
     Use as ``async with NodeSimulator(client, nodes=3, namespace=ns):`` or run
     :meth:`run` in a task group. ``node_prefix`` names the nodes
-    (``sim-node-0`` ...); ``workers`` Pods are handled at once.
+    (``sim-node-0`` ...); ``workers`` Pods are handled at once;
+    ``relist_period`` (seconds) lists the Pods again that often, so that a
+    Pod whose watch event was lost (fault injection drops events) is still
+    handled; ``clock`` times the relists (a :class:`FakeClock` in tests).
     """
 
     def __init__(self, client: Client, *, nodes: int = 3, namespace: str | None = None,
-                 node_prefix: str = "sim-node-", workers: int = 4) -> None:
+                 node_prefix: str = "sim-node-", workers: int = 4,
+                 relist_period: float | None = None, clock: Clock | None = None) -> None:
         if nodes < 1:
             raise ValueError(f"a node simulator needs at least one node, got {nodes}")
         if workers < 1:
@@ -77,7 +82,8 @@ class NodeSimulator:
         self.nodes = [f"{node_prefix}{i}" for i in range(nodes)]
         self.namespace = namespace
         self.workers = workers
-        self.informer = Informer(client, PODS, namespace=namespace)
+        self.informer = Informer(client, PODS, namespace=namespace,
+                                 relist_period=relist_period, clock=clock or SystemClock())
         self._queue: WorkQueue[ObjectKey] = WorkQueue(name="node-simulator")
         self._tg: anyio.abc.TaskGroup | None = None
         self.bound = self.started = self.finished = 0

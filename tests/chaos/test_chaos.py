@@ -362,7 +362,8 @@ async def test_the_operator_converges_under_chaos(seed: int | None) -> None:
         await install_crds(client)
         workload = Workload(client, random.Random(rng.random()))
         async with anyio.create_task_group() as tg:
-            await tg.start(NodeSimulator(client, nodes=3, namespace=NS).run)
+            # it loses events to the faults like the operators: it relists as they do
+            await tg.start(NodeSimulator(client, nodes=3, namespace=NS, relist_period=3.0).run)
             operators = Operators(server, tg, referee)
             await operators.start(0)
             await operators.start(1)

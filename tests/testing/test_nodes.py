@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from reconcilekit import Client, NotFound, Resource
-from reconcilekit.testing import Cluster, NodeSimulator, eventually
+from reconcilekit.testing import Cluster, FakeClock, NodeSimulator, eventually
 
 PODS = Resource("", "v1", "Pod", "pods")
 SPEC = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}]}
@@ -77,16 +77,34 @@ async def test_simulated_nodes_schedule_run_and_finish_deleting_pods(
         placed = await eventually(lambda: _running(client, ns, "placed"), what="placed Running")
         assert placed["spec"]["nodeName"] == "elsewhere"  # bound by its maker: left there
         await client.delete(PODS, "p0", ns)  # graceful: the kubelet finishes it
-
-        async def gone() -> bool:
-            try:
-                await client.get(PODS, "p0", ns)
-            except NotFound:
-                return True
-            return False
-
-        await eventually(gone, what="p0 deleted for good")
+        await eventually(lambda: _gone(client, ns, "p0"), what="p0 deleted for good")
     assert nodes.bound == 4 and nodes.started >= 5
+
+
+@pytest.mark.in_process_only
+async def test_a_deletion_whose_event_was_lost_is_finished_after_the_next_relist(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    clock = FakeClock()
+    async with NodeSimulator(client, nodes=1, namespace=ns, relist_period=30.0,
+                             clock=clock) as nodes:
+        await client.create(PODS, _pod("p"), ns)
+        await eventually(lambda: _running(client, ns, "p"), what="p Running")
+        apiserver.faults.drop_events("pods", 1)
+        await client.delete(PODS, "p", ns)  # graceful; the simulator never hears of it
+        lists = nodes.informer.statistics().lists
+        clock.advance(30.0)
+        apiserver.faults.close_watches()  # the watch ends and a list is due: it lists
+        await eventually(lambda: _gone(client, ns, "p"), what="p deleted for good")
+    assert nodes.informer.statistics().lists == lists + 1
+
+
+async def _gone(client: Client, ns: str, name: str) -> bool:
+    try:
+        await client.get(PODS, name, ns)
+    except NotFound:
+        return True
+    return False
 
 
 async def test_node_simulator_refuses_no_nodes(client: Client) -> None:
