@@ -11,9 +11,13 @@ right after the write that triggers them:
   it is empty. Nothing new may be created in it meanwhile.
 * CRD cleanup: a deleted CRD deletes its custom resources the same way, and
   stops being served once they are gone.
-* Garbage collection (background propagation): once an object is gone, each
-  dependent whose ownerReferences name no living owner is deleted, and the
-  reference to the gone owner is removed from dependents that have others.
+* Garbage collection: once an object is gone, each dependent whose
+  ownerReferences name no living owner is deleted (background propagation),
+  and the reference to the gone owner is removed from dependents that have
+  others. An object deleted with ``propagationPolicy: Orphan`` carries the
+  ``orphan`` finalizer until its dependents' references to it are removed;
+  one deleted with ``Foreground`` carries ``foregroundDeletion`` while its
+  dependents are deleted, until none with ``blockOwnerDeletion`` is left.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class Lifecycle:
     def __init__(self, storage: Storage, registry: Registry) -> None:
         self.storage = storage
         self.registry = registry
+        # owners being deleted in the foreground: uid -> (table, key)
+        self._foreground: dict[str, tuple[Table, tuple[str, str]]] = {}
         storage.on_written.append(self._written)
         storage.on_removed.append(self._removed)
 
@@ -49,7 +55,11 @@ class Lifecycle:
 
     def _removed(self, table: Table, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
+        self._foreground.pop(meta["uid"], None)
         self._collect_dependents(meta["uid"])
+        for ref in meta.get("ownerReferences") or ():
+            if isinstance(ref, dict) and ref.get("uid") in self._foreground:
+                self._finish_foreground(str(ref["uid"]))
         if self._is(table, "apiextensions.k8s.io", "customresourcedefinitions"):
             for rtype in crd_types(obj):
                 r = rtype.resource
@@ -71,6 +81,13 @@ class Lifecycle:
     def deletion_started(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         r = rtype.resource
         name = obj["metadata"]["name"]
+        finalizers = obj["metadata"].get("finalizers") or ()
+        if "orphan" in finalizers:
+            uid = obj["metadata"]["uid"]
+            self.storage.orphan_dependents(uid)
+            self._drop_finalizer(self.storage.table(rtype), obj, "orphan")
+        elif "foregroundDeletion" in finalizers:
+            self._delete_in_foreground(self.storage.table(rtype), obj)
         if r.group == "" and r.plural == "namespaces":
             for table in list(self.storage.tables.values()):
                 if table.rtype.resource.namespaced:
@@ -146,6 +163,42 @@ class Lifecycle:
         table = self.storage.tables.get((spec["group"], spec["names"]["plural"]))
         if table is None or not table.objects:
             self.storage.remove_now(self._crd_type(), "", crd_name)
+
+    def _delete_in_foreground(self, table: Table, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self._foreground[meta["uid"]] = (table, (meta.get("namespace", ""), meta["name"]))
+        for dep_table, dep in self.storage.dependents(meta["uid"]):
+            dep_meta = dep["metadata"]
+            if not dep_meta.get("deletionTimestamp"):
+                self._delete_quietly(dep_table, dep_meta.get("namespace", ""), dep_meta["name"])
+        self._finish_foreground(meta["uid"])
+
+    def _finish_foreground(self, uid: str) -> None:
+        """Drop the owner's ``foregroundDeletion`` once no dependent blocks it."""
+        table, key = self._foreground[uid]
+        owner = table.objects.get(key)
+        if owner is None:
+            self._foreground.pop(uid, None)
+            return
+        blocking = [d for _, d in self.storage.dependents(uid) if any(
+            isinstance(r, dict) and r.get("uid") == uid and r.get("blockOwnerDeletion")
+            for r in d["metadata"].get("ownerReferences") or ())]
+        if not blocking:
+            self._foreground.pop(uid, None)
+            self._drop_finalizer(table, owner, "foregroundDeletion")
+
+    def _drop_finalizer(self, table: Table, obj: dict[str, Any], finalizer: str) -> None:
+        meta = obj["metadata"]
+        current = table.objects.get((meta.get("namespace", ""), meta["name"]))
+        if current is None:
+            return
+        cmeta = current["metadata"]
+        kept = [f for f in cmeta.get("finalizers") or () if f != finalizer]
+        new = dict(current, metadata=dict(cmeta, finalizers=kept))
+        if not kept:
+            del new["metadata"]["finalizers"]
+        self.storage.update(table.rtype, cmeta.get("namespace", ""), cmeta["name"], new,
+                            subresource=None, manager="garbage-collector", check_rv=False)
 
     def _collect_dependents(self, uid: str) -> None:
         for table, obj in self.storage.dependents(uid):

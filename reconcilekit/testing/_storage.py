@@ -320,12 +320,15 @@ class Storage:
 
     def delete(self, rtype: ResourceType, namespace: str, name: str, *,
                uid: str | None = None, resource_version: str | None = None,
-               orphan: bool = False, grace_period: int | None = None,
+               propagation_finalizer: str | None = None, grace_period: int | None = None,
                dry_run: bool = False) -> tuple[dict[str, Any], bool]:
         """Delete or start deleting; returns (the answer's object, whether it is gone now).
 
         ``grace_period`` is DeleteOptions.gracePeriodSeconds (None: not given);
         what it means for the kind is :func:`graceful_period`'s to say.
+        ``propagation_finalizer`` (``orphan`` or ``foregroundDeletion``) is
+        added to an object not yet being deleted, as kube-apiserver does for
+        those propagation policies; the garbage collector removes it.
         """
         table = self.table(rtype)
         old = self.get(rtype, namespace, name)
@@ -342,8 +345,11 @@ class Storage:
                 res.kind, name, f"the ResourceVersion in the precondition ({resource_version}) "
                 f"does not match the ResourceVersion in record ({meta['resourceVersion']}). "
                 "The object might have been modified", res.group)
-        if orphan and not dry_run:
-            self.orphan_dependents(meta["uid"])
+        if propagation_finalizer and not meta.get("deletionTimestamp") and (
+                propagation_finalizer not in (meta.get("finalizers") or ())):
+            old = copy.deepcopy(old)
+            meta = old["metadata"]
+            meta["finalizers"] = [*(meta.get("finalizers") or ()), propagation_finalizer]
         held = bool(meta.get("finalizers")) or self._blocks_delete(table)
         now = self.now()
         if meta.get("deletionTimestamp"):

@@ -96,6 +96,13 @@ class DeleteOptions:
     def orphan(self) -> bool:
         return self.propagation == "Orphan" or self.orphan_dependents is True
 
+    @property
+    def finalizer(self) -> str | None:
+        """The garbage collector's finalizer this deletion adds, if any."""
+        if self.orphan:
+            return "orphan"
+        return "foregroundDeletion" if self.propagation == "Foreground" else None
+
     @classmethod
     def parse(cls, raw: bytes, query: Mapping[str, str],
               query_dry_run: Sequence[str] = ()) -> DeleteOptions:
@@ -423,7 +430,7 @@ class Writes:
         obj, gone = self.storage.delete(req.rtype, req.namespace or "", req.name,
                                         uid=options.uid,
                                         resource_version=options.resource_version,
-                                        orphan=options.orphan,
+                                        propagation_finalizer=options.finalizer,
                                         grace_period=options.grace_period,
                                         dry_run=options.dry_run)
         if not gone and not options.dry_run:

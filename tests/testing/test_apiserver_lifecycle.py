@@ -73,7 +73,11 @@ async def test_orphan_propagation_keeps_dependents(apiserver: Cluster, configmap
     ref = {"apiVersion": "test.reconcilekit.dev/v1", "kind": "Widget", "name": "owner",
            "uid": owner["metadata"]["uid"]}
     await apiserver.request("POST", configmaps, json=configmap("dep", ownerReferences=[ref]))
-    await apiserver.request("DELETE", f"{widgets}/owner", json={"propagationPolicy": "Orphan"})
+    deleting = await apiserver.request("DELETE", f"{widgets}/owner",
+                                       json={"propagationPolicy": "Orphan"})
+    assert deleting.status == 200, deleting  # still there: the orphan finalizer holds it
+    assert deleting.body["metadata"]["finalizers"] == ["orphan"]
+    assert deleting.body["metadata"]["deletionTimestamp"]
 
     async def orphaned() -> dict[str, Any] | None:
         dep = await apiserver.request("GET", f"{configmaps}/dep")
@@ -83,6 +87,36 @@ async def test_orphan_propagation_keeps_dependents(apiserver: Cluster, configmap
     await eventually(orphaned, within=AWAIT_CONTROLLERS, what="dep orphaned")
     await eventually(lambda: _gone(apiserver, f"{widgets}/owner"), within=AWAIT_CONTROLLERS,
                      what="the owner gone once its dependents are orphaned")
+
+
+async def test_foreground_deletion_waits_for_blocking_dependents(
+        apiserver: Cluster, configmaps: str) -> None:
+    owner = (await apiserver.request("POST", configmaps, json=configmap("owner"))).body
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+           "uid": owner["metadata"]["uid"]}
+    await apiserver.request("POST", configmaps, json=configmap(
+        "blocker", ownerReferences=[{**ref, "blockOwnerDeletion": True}],
+        finalizers=["test.reconcilekit.dev/hold"]))
+    await apiserver.request("POST", configmaps, json=configmap("loose", ownerReferences=[ref]))
+    deleting = await apiserver.request("DELETE", f"{configmaps}/owner",
+                                       json={"propagationPolicy": "Foreground"})
+    assert deleting.status == 200, deleting
+    assert deleting.body["metadata"]["finalizers"] == ["foregroundDeletion"]
+    await eventually(lambda: _gone(apiserver, f"{configmaps}/loose"), within=AWAIT_CONTROLLERS,
+                     what="the non-blocking dependent deleted")
+
+    async def blocker_deleting() -> bool:
+        got = await apiserver.request("GET", f"{configmaps}/blocker")
+        return bool(got.body["metadata"].get("deletionTimestamp"))
+
+    await eventually(blocker_deleting, within=AWAIT_CONTROLLERS, what="the blocker deleting")
+    held = await apiserver.request("GET", f"{configmaps}/owner")
+    assert held.status == 200 and held.body["metadata"]["finalizers"] == ["foregroundDeletion"]
+    await apiserver.request("PATCH", f"{configmaps}/blocker",
+                            json={"metadata": {"finalizers": None}},
+                            content_type="application/merge-patch+json")
+    await eventually(lambda: _gone(apiserver, f"{configmaps}/owner"), within=AWAIT_CONTROLLERS,
+                     what="the owner gone once its blocking dependent is")
 
 
 async def test_deleting_a_crd_removes_its_objects_and_stops_serving_it(
