@@ -254,7 +254,8 @@ async def test_list_all_starts_over_when_the_continue_token_expires(
         client: Client, apiserver: Cluster) -> None:
     ns = apiserver.namespace
     for i in range(4):
-        await client.create(CONFIGMAPS, cm(f"c{i}"), ns)
+        await client.create(CONFIGMAPS, dict(cm(f"c{i}"), metadata={
+            "name": f"c{i}", "labels": {"page": "me"}}), ns)
     lists: list[RequestRecord] = []
 
     def expire_after_first_page(record: RequestRecord) -> None:
@@ -264,7 +265,7 @@ async def test_list_all_starts_over_when_the_continue_token_expires(
                 apiserver.faults.fail_next(1, status=410, verb="list")
 
     client.add_request_observer(expire_after_first_page)
-    everything = await client.list_all(CONFIGMAPS, ns, limit=2)
+    everything = await client.list_all(CONFIGMAPS, ns, limit=2, label_selector="page=me")
     assert sorted(i["metadata"]["name"] for i in everything["items"]) == [
         f"c{i}" for i in range(4)]
     assert [r.status for r in lists] == [200, 410, 200, 200]

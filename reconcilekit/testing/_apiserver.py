@@ -64,11 +64,14 @@ class APIServer:
         self._tokens = {self.token: "admin", **(users or {})}
         self._port = port
         self._tls = tls
-        self._certificate: ServingCertificate | None = None
+        # made here, not at start: the root CA ConfigMap of every namespace names its CA
+        self._certificate = ServingCertificate.generate(("127.0.0.1", "localhost"),
+                                                        common_name="reconcilekit-apiserver")
         self._ca_dir: Path | None = None
         self.registry = Registry()
         self.storage = Storage(history_limit=history_limit, now=time.time)
-        self.lifecycle = Lifecycle(self.storage, self.registry)
+        self.lifecycle = Lifecycle(self.storage, self.registry,
+                                   root_ca=self._certificate.ca_pem.decode())
         self.faults = Faults(self.storage)
         self.requests: Counter[tuple[str, str]] = Counter()
         self._settings = ServerSettings(self._tokens, bookmark_interval, watch_buffer,
@@ -96,8 +99,6 @@ class APIServer:
                                shutdown_timeout=1.0)
         context = None
         if self._tls:
-            self._certificate = ServingCertificate.generate(("127.0.0.1", "localhost"),
-                                                            common_name="reconcilekit-apiserver")
             context = self._certificate.server_context()
             self._ca_dir = Path(tempfile.mkdtemp(prefix="reconcilekit-apiserver-"))
             self._certificate.write_ca(self._ca_dir / "ca.crt")
@@ -153,7 +154,7 @@ class APIServer:
     @property
     def ca_pem(self) -> bytes | None:
         """The CA certificate (PEM) that signed the serving certificate; None without TLS."""
-        return self._certificate.ca_pem if self._tls and self._certificate else None
+        return self._certificate.ca_pem if self._tls else None
 
     @property
     def ca_file(self) -> Path | None:
@@ -162,7 +163,7 @@ class APIServer:
 
     def client_ssl_context(self) -> ssl.SSLContext | None:
         """An SSL context trusting only this server's CA (for raw aiohttp clients)."""
-        return self._certificate.client_context() if self._tls and self._certificate else None
+        return self._certificate.client_context() if self._tls else None
 
     def configuration(self) -> Any:
         """A kubernetes-asyncio ``Configuration`` that authenticates as the admin user

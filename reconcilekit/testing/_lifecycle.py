@@ -8,7 +8,10 @@ right after the write that triggers them:
   NamesAccepted and Established conditions (a second write, as on a cluster).
 * Namespace lifecycle: a deleted namespace turns Terminating, its objects are
   deleted (those with finalizers wait for them), and the namespace goes once
-  it is empty. Nothing new may be created in it meanwhile.
+  it is empty. Nothing new may be created in it meanwhile. An active
+  namespace always holds the ``default`` ServiceAccount and the
+  ``kube-root-ca.crt`` ConfigMap (kube-controller-manager's service account
+  and root CA publishers), made again if deleted.
 * CRD cleanup: a deleted CRD deletes its custom resources the same way, and
   stops being served once they are gone.
 * Garbage collection: once an object is gone, each dependent whose
@@ -34,9 +37,10 @@ __all__ = ["Lifecycle"]
 class Lifecycle:
     """Hooks that keep namespaces, CRDs and owner references consistent."""
 
-    def __init__(self, storage: Storage, registry: Registry) -> None:
+    def __init__(self, storage: Storage, registry: Registry, root_ca: str = "") -> None:
         self.storage = storage
         self.registry = registry
+        self.root_ca = root_ca
         # owners being deleted in the foreground: uid -> (table, key)
         self._foreground: dict[str, tuple[Table, tuple[str, str]]] = {}
         storage.on_written.append(self._written)
@@ -52,6 +56,8 @@ class Lifecycle:
         if self._is(table, "apiextensions.k8s.io", "customresourcedefinitions") and (
                 not obj["metadata"].get("deletionTimestamp")):
             self._serve_crd(obj)
+        elif self._is(table, "", "namespaces") and not obj["metadata"].get("deletionTimestamp"):
+            self._populate_namespace(obj["metadata"]["name"])
 
     def _removed(self, table: Table, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -72,6 +78,8 @@ class Lifecycle:
         namespace = meta.get("namespace")
         if namespace:
             self._finish_namespace_if_empty(namespace)
+            if self._is(table, "", "serviceaccounts") or self._is(table, "", "configmaps"):
+                self._populate_namespace(namespace)
         crd_name = table.rtype.crd_name
         if crd_name and not table.objects:
             self._finish_crd_if_empty(crd_name)
@@ -163,6 +171,24 @@ class Lifecycle:
         table = self.storage.tables.get((spec["group"], spec["names"]["plural"]))
         if table is None or not table.objects:
             self.storage.remove_now(self._crd_type(), "", crd_name)
+
+    def _populate_namespace(self, namespace: str) -> None:
+        """The default ServiceAccount and root CA ConfigMap of an active namespace."""
+        ns_table = self.storage.tables.get(("", "namespaces"))
+        ns = ns_table.objects.get(("", namespace)) if ns_table else None
+        if ns is None or ns["metadata"].get("deletionTimestamp"):
+            return
+        wanted: tuple[tuple[str, dict[str, Any]], ...] = (
+                 ("serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
+                                       "metadata": {"name": "default"}}),
+                  ("configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "kube-root-ca.crt"},
+                                  "data": {"ca.crt": self.root_ca}}))
+        for plural, obj in wanted:
+            rtype = self.registry.lookup("", "v1", plural)
+            assert rtype is not None
+            if (namespace, obj["metadata"]["name"]) not in self.storage.table(rtype).objects:
+                self.storage.create(rtype, namespace, obj, manager="kube-controller-manager")
 
     def _delete_in_foreground(self, table: Table, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]

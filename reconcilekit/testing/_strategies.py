@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from ._pod_defaults import qos_class
 from ._registry import ResourceType
 from ._status import Cause
 from ._validation import config_key_errors, dns_label_errors, invalid
@@ -64,7 +65,7 @@ def prepare_for_create(rtype: ResourceType, obj: Obj) -> None:
             obj["status"] = {"phase": "Active"}
             _label_namespace(obj)
         case ("", "pods"):
-            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+            obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
         case _ if rtype.status_subresource:
             obj.pop("status", None)
 

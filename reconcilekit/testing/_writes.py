@@ -21,6 +21,8 @@ from ._crd import validate_crd
 from ._decoding import decode, normalize_microtimes
 from ._lifecycle import Lifecycle
 from ._patch import PatchError, json_patch, json_type, merge_patch
+from ._pod_defaults import admit_pod, default_pod
+from ._registry import ResourceType
 from ._requests import ResourceRequest, go_int
 from ._status import APIError, Cause, DecodeError
 from ._storage import Storage, timestamp
@@ -200,6 +202,8 @@ class Writes:
             normalize_microtimes(req.rtype, decoded)
         except DecodeError as err:
             raise self._undecodable(req, body, patched, str(err)) from None
+        if default and _is_pod(req.rtype):
+            default_pod(decoded)
         schema = req.rtype.schema
         if schema is not None:
             unknown = [f"unknown field {go_quote(p)}"
@@ -287,9 +291,26 @@ class Writes:
         if not meta.get("name"):
             meta["name"] = self.storage.generate_name(req.rtype, ns, meta["generateName"])
         _dedup_owner_references(meta)
+        self._admit(req, body)
         self.validate(req, body)
         return self.storage.create(req.rtype, ns, body, manager=manager,
                                    dry_run=options.dry_run)
+
+    def _default(self, req: ResourceRequest, obj: Obj) -> None:
+        """Defaults for an object an apply made (its configuration was not defaulted)."""
+        if _is_pod(req.rtype):
+            default_pod(obj)
+        elif req.rtype.schema is not None:
+            req.rtype.schema.default(obj)
+
+    def _admit(self, req: ResourceRequest, obj: Obj) -> None:
+        """The mutating admission plugins of a create (Pods: service account and the rest)."""
+        if _is_pod(req.rtype):
+            admit_pod(obj, req.namespace or "", self._service_account)
+
+    def _service_account(self, namespace: str, name: str) -> Obj | None:
+        table = self.storage.tables.get(("", "serviceaccounts"))
+        return table.objects.get((namespace, name)) if table is not None else None
 
     def update(self, req: ResourceRequest, body: Obj, manager: str,
                options: WriteOptions | None = None) -> Obj:
@@ -404,13 +425,12 @@ class Writes:
         applied["metadata"]["name"] = req.name
         _dedup_owner_references(applied["metadata"])
         ns = req.namespace or ""
-        schema = req.rtype.schema
         if (ns, req.name) not in self.storage.table(req.rtype).objects:
             self._check_namespace(req)
             managed = self.storage.ownership(req.rtype).created_by_apply(
                 applied, manager, self.storage.now())
-            if schema is not None:
-                schema.default(applied)
+            self._default(req, applied)
+            self._admit(req, applied)
             self.validate(req, applied)
             return 201, self.storage.create(req.rtype, ns, applied, manager=manager,
                                             dry_run=options.dry_run, managed_fields=managed)
@@ -418,8 +438,7 @@ class Writes:
         merged, managed = self.storage.ownership(req.rtype).applied(
             live, applied, manager, "status" if req.subresource == "status" else None,
             options.force, self.storage.now())
-        if schema is not None:
-            schema.default(merged)
+        self._default(req, merged)
         return 200, self.storage.update(req.rtype, ns, req.name, merged,
                                         subresource=req.subresource, manager=manager,
                                         check_rv=False, managed_fields=managed,
@@ -454,6 +473,10 @@ class Writes:
             item_req = ResourceRequest(req.rtype, key[0] or None, key[1], None)
             deleted.append(self.delete(item_req, item_options)[0])
         return deleted
+
+
+def _is_pod(rtype: ResourceType) -> bool:
+    return rtype.builtin and rtype.resource.group == "" and rtype.resource.plural == "pods"
 
 
 def _decode_patch(content_type: str, raw: bytes) -> Any:
