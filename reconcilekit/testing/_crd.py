@@ -150,5 +150,7 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
             categories=tuple(names.get("categories") or ()),
             crd_name=crd["metadata"]["name"],
             schema=CustomResourceSchema(v["schema"]["openAPIV3Schema"]),
+            printer_columns=tuple(c for c in v.get("additionalPrinterColumns") or ()
+                                  if isinstance(c, dict)),
         ))
     return out

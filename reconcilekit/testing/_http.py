@@ -24,6 +24,7 @@ from .._selectors import FieldSelector, LabelSelector, SelectorError
 from ._decoding import go_base64_decode
 from ._faults import Faults
 from ._lifecycle import Lifecycle
+from ._openapi import V2_PROTOBUF, v2_document, v3_document, v3_root
 from ._registry import Registry
 from ._requests import (
     ResourceRequest,
@@ -34,6 +35,7 @@ from ._requests import (
 )
 from ._status import APIError, Cause, DecodeError
 from ._storage import Storage
+from ._tables import table, wants_table
 from ._watch_stream import serve_watch
 from ._writes import DeleteOptions, WriteOptions, Writes, parse_json
 
@@ -56,6 +58,14 @@ def _json_response(body: Any, status: int = 200,
                    headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, content_type=_JSON,
                         headers=headers)
+
+
+def _openapi_v2(accept: str) -> web.Response:
+    """``/openapi/v2`` with no definitions: kubectl (which asks for protobuf) then skips
+    client-side validation and leaves it to the server; JSON for anyone else."""
+    if "protobuf" in accept:
+        return web.Response(body=b"", content_type=V2_PROTOBUF)
+    return _json_response(v2_document())
 
 
 def _warnings(options: WriteOptions) -> CIMultiDict[str] | None:
@@ -121,6 +131,8 @@ class Handler:
                 return _json_response(VERSION_INFO)
             return web.Response(text="ok")
         parts = [p for p in path.split("/") if p]
+        if path == "/openapi/v2" and user is not None:
+            return _openapi_v2(request.headers.get("Accept", ""))
         discovery = self._discovery(parts)
         if discovery is not None or not parts or parts[0] not in ("api", "apis") or (
                 parts[0] == "api" and len(parts) < 2) or (parts[0] == "apis" and len(parts) < 3):
@@ -148,9 +160,10 @@ class Handler:
             return _error_response(injected)
         match verb:
             case "get":
-                return self._get(req)
+                return self._get(req, wants_table(request.headers.get("Accept", "")))
             case "list":
-                return self._list(req, request.query)
+                return self._list(req, request.query,
+                                  wants_table(request.headers.get("Accept", "")))
             case "watch":
                 return await serve_watch(self.storage, req, request, self._filter(
                     req, request.query), self.settings.bookmark_interval,
@@ -196,6 +209,9 @@ class Handler:
                               for o in deleted]})
 
     def _discovery(self, parts: list[str]) -> dict[str, Any] | None:
+        if parts[:2] == ["openapi", "v3"]:
+            return v3_root(self.registry) if len(parts) == 2 else v3_document(
+                self.registry, "/".join(parts[2:]))
         if parts == ["api"]:
             return self.registry.api_versions(self.settings.address())
         if len(parts) == 2 and parts[0] == "api":
@@ -244,10 +260,13 @@ class Handler:
 
     # -- reads --------------------------------------------------------------------------
 
-    def _get(self, req: ResourceRequest) -> web.Response:
+    def _get(self, req: ResourceRequest, as_table: bool = False) -> web.Response:
         assert req.name is not None
-        return _json_response(self._out(req, self.storage.get(
-            req.rtype, self._namespace(req), req.name)))
+        obj = self._out(req, self.storage.get(req.rtype, self._namespace(req), req.name))
+        if as_table:
+            return _json_response(table(req.rtype, [obj], {
+                "resourceVersion": obj["metadata"]["resourceVersion"]}, self.storage.now()))
+        return _json_response(obj)
 
     def _filter(self, req: ResourceRequest,
                 query: Mapping[str, str]) -> Callable[[Mapping[str, Any]], bool]:
@@ -262,7 +281,8 @@ class Handler:
         return lambda obj: labels.matches((obj.get("metadata") or {}).get("labels")) and (
             fields.matches(obj))
 
-    def _list(self, req: ResourceRequest, query: Mapping[str, str]) -> web.Response:
+    def _list(self, req: ResourceRequest, query: Mapping[str, str],
+              as_table: bool = False) -> web.Response:
         matches = self._filter(req, query)
         limit = int_param(query, "limit", 0)
         int_param(query, "timeoutSeconds", 0)  # parsed (and refused if bad) as for a watch
@@ -314,6 +334,9 @@ class Handler:
         if next_key is not None:
             meta["continue"] = _encode_continue(list_rv, next_key)
             meta["remainingItemCount"] = remaining
+        if as_table:
+            return _json_response(table(req.rtype, [self._out(req, o) for o in selected], meta,
+                                        self.storage.now()))
         return _json_response({"kind": req.rtype.list_kind,
                                "apiVersion": req.rtype.group_version,
                                "metadata": meta, "items": items})

@@ -35,7 +35,8 @@ class ResourceType:
     ``builtin``: accepts strategic-merge patches; list items carry no
     ``kind``/``apiVersion``.
     ``schema``: a custom resource's structural schema (pruning, defaults,
-    validation).
+    validation). ``printer_columns``: a custom resource's
+    ``additionalPrinterColumns`` (None for built-in kinds, printed by their own rules).
     """
 
     resource: Resource
@@ -49,6 +50,7 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     crd_name: str | None = None
     schema: CustomResourceSchema | None = field(default=None, compare=False)
+    printer_columns: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
 
     @property
     def list_kind(self) -> str:

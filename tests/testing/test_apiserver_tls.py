@@ -74,6 +74,14 @@ async def test_the_kubeconfig_carries_the_ca(tmp_path: Path) -> None:
         assert "default" in {ns.metadata.name for ns in listed.items}
 
 
+CRDS = Path(__file__).parents[2] / "examples" / "cnclaim" / "manifests" / "crds.yaml"
+CLAIM = """apiVersion: core.matrixorigin.io/v1alpha1
+kind: CNClaim
+metadata: {{name: c, namespace: default}}
+spec: {{poolName: {pool}}}
+"""
+
+
 def _kubectl() -> str | None:
     assets = os.environ.get("RECONCILEKIT_TEST_ASSETS") or os.environ.get("KUBEBUILDER_ASSETS")
     if assets and Path(assets, "kubectl").is_file():
@@ -106,3 +114,20 @@ async def test_kubectl_works_against_python_m_reconcilekit_testing(tmp_path: Pat
         code, out, err = await _run(kubectl, *kc, "get", "configmap", "x", "-n", "default",
                                     "-o", "jsonpath={.data.a}")
         assert (code, out) == (0, "b"), err
+        code, out, err = await _run(kubectl, *kc, "get", "namespaces")
+        assert code == 0 and out.split()[:3] == ["NAME", "STATUS", "AGE"], (out, err)
+        # kubectl apply (client-side and server-side) and its printer columns
+        code, out, err = await _run(kubectl, *kc, "apply", "-f", str(CRDS))
+        assert code == 0, err
+        claim = tmp_path / "claim.yaml"
+        for pool, verb in (("a", "created"), ("b", "configured")):
+            claim.write_text(CLAIM.format(pool=pool))
+            code, out, err = await _run(kubectl, *kc, "apply", "-f", str(claim))
+            assert (code, out.strip()) == (0, f"cnclaim.core.matrixorigin.io/c {verb}"), err
+        code, out, err = await _run(kubectl, *kc, "apply", "--server-side", "-f", str(claim))
+        assert code == 0 and "serverside-applied" in out, err
+        code, out, err = await _run(kubectl, *kc, "get", "cnclaims", "-n", "default")
+        assert code == 0 and out.split()[:5] == ["NAME", "POD", "NODE", "PHASE", "AGE"], err
+        claim.write_text(CLAIM.format(pool="7, bogus: 1"))
+        code, out, err = await _run(kubectl, *kc, "apply", "-f", str(claim))
+        assert code == 1 and 'strict decoding error: unknown field "spec.bogus"' in err, err
