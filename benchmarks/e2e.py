@@ -8,14 +8,22 @@ peak memory are its own:
   --kubeconfig ...``): shared cache, field index, several workers;
 * ``naive``: the same workload done the way a simple operator does it
   (``benchmarks/naive_operator.py``): no cache, list Pods from the API
-  server on every reconcile, one worker.
+  server on every reconcile, one worker;
+* ``floor``: no operator at all: the benchmark itself does only the writes
+  a binding needs, claim i to Pod i (PUT the Pod with its resourceVersion,
+  PATCH the claim's spec, PATCH its status), as each claim is created. No
+  operator can be faster on the same API server.
 
-Measured: time from the first claim created to all claims Bound, API
-requests the operator made per claim (counted by the server), reconciles per
-claim, CPU seconds and peak RSS of the operator process. Results go to
-``benchmarks/results/e2e.json`` and a plot to ``docs/e2e.png``.
+Claims are created 20 at a time, for every operator. Measured: time from
+the first claim created to all claims Bound (and its ratio to the floor's),
+API requests per claim and 409 conflicts per claim (from the operator's
+``reconcilekit_client_requests_total``, so on any API server; Events
+counted apart), reconciles per claim, CPU seconds and peak RSS of the
+operator process. Results go to ``benchmarks/results/e2e.json`` and a plot
+to ``docs/e2e.png``.
 
 ``--quick`` runs N=50 only (a smoke run); ``--sizes 100,1000`` picks sizes;
+``--workers 1,2,4,8`` runs the operator once per worker count (default 4);
 ``--naive-max N`` skips the baseline above N (it grows as N squared);
 ``--kubeconfig PATH`` runs the storms on that cluster instead (each in a
 namespace of its own; the operator's API requests are then not counted);
@@ -43,6 +51,7 @@ import aiohttp
 import anyio
 import orjson
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from reconcilekit import AlreadyExists, Client, Resource
 from reconcilekit.testing import APIServer, ControlPlane
@@ -57,6 +66,7 @@ PODS = Resource("", "v1", "Pod", "pods")
 CLAIMS = Resource("core.matrixorigin.io", "v1alpha1", "CNClaim", "cnclaims")
 POOL = "bench"
 NS = "default"
+CREATES_IN_FLIGHT = 20
 
 
 def _progress(text: str) -> None:
@@ -103,15 +113,28 @@ def _proc_stats(pid: int) -> tuple[float, float]:
     return cpu, hwm / 1024
 
 
-async def _reconciles_from_metrics(port: int) -> float:
+async def _operator_metrics(port: int) -> dict[str, float]:
+    """Reconciles of the claim controller, and the operator's requests by kind."""
     async with aiohttp.ClientSession() as http, http.get(
             f"http://127.0.0.1:{port}/metrics") as resp:
         text = await resp.text()
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith("controller_runtime_reconcile_total{") and "cnclaim\"" in line:
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+    out: dict[str, float] = {"reconciles": 0.0, "requests": 0.0, "events": 0.0,
+                             "conflicts": 0.0}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "controller_runtime_reconcile_total" and (
+                    sample.labels.get("controller") == "cnclaim"):
+                out["reconciles"] += sample.value
+            elif sample.name == "reconcilekit_client_requests_total":
+                verb, resource = sample.labels["verb"], sample.labels["resource"]
+                if verb == "watch":
+                    continue
+                key = f"{verb} {resource} {sample.labels['code']}"
+                out[key] = out.get(key, 0.0) + sample.value
+                out["events" if resource.startswith("events") else "requests"] += sample.value
+                if sample.labels["code"] == "409":
+                    out["conflicts"] += sample.value
+    return out
 
 
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
@@ -120,19 +143,19 @@ NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 
 
 async def run_one(operator: str, n: int, within: float, kubeconfig: str | None = None,
-                  kubelets: bool = True) -> dict[str, Any]:
+                  kubelets: bool = True, workers: int = 4) -> dict[str, Any]:
     """One storm; in-process unless ``kubeconfig`` names a cluster (then in a fresh
     namespace, removed afterwards; API requests are not counted there). Without
     ``kubelets`` (a bare control plane) the Pods are placed and reported Running
     by the benchmark, as in-process."""
     if kubeconfig is not None:
         async with await Client.from_kubeconfig(kubeconfig) as client:
-            ns = f"rk-bench-{os.getpid()}-{n}-{operator}"
+            ns = f"rk-bench-{os.getpid()}-{n}-{operator}-{workers}"
             await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": ns}})
             try:
                 return await _storm(client, None, Path(kubeconfig), ns, operator, n, within,
-                                    kubelets=kubelets)
+                                    kubelets=kubelets, workers=workers)
             finally:
                 await client.delete(NAMESPACES, ns)
     async with APIServer(history_limit=max(10_000, 4 * n)) as server:
@@ -140,36 +163,43 @@ async def run_one(operator: str, n: int, within: float, kubeconfig: str | None =
             path = server.write_kubeconfig(Path(tmp) / "kubeconfig")
             async with Client(server.configuration()) as client:
                 return await _storm(client, server, path, NS, operator, n, within,
-                                    kubelets=False)
+                                    kubelets=False, workers=workers)
 
 
 async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns: str,
-                 operator: str, n: int, within: float, *, kubelets: bool) -> dict[str, Any]:
+                 operator: str, n: int, within: float, *, kubelets: bool,
+                 workers: int) -> dict[str, Any]:
     for doc in yaml.safe_load_all((MANIFESTS / "crds.yaml").read_text()):
         if doc and doc.get("kind") == "CustomResourceDefinition":
             with contextlib.suppress(AlreadyExists):
                 await client.create(CRDS, doc)
-    limiter = anyio.Semaphore(32)
+    limiter = anyio.Semaphore(CREATES_IN_FLIGHT)
+    pods: dict[int, dict[str, Any]] = {}
 
-    async def create(obj: dict[str, Any], resource: Resource) -> None:
+    async def create(obj: dict[str, Any], resource: Resource, i: int = 0) -> None:
         async with limiter:
             made = await client.create(resource, obj, ns)
             if resource is PODS and not kubelets:  # report it running, as a kubelet would
-                await client.patch_status(PODS, made["metadata"]["name"],
-                                          {"status": {"phase": "Running"}}, ns)
+                made = await client.patch_status(PODS, made["metadata"]["name"],
+                                                 {"status": {"phase": "Running"}}, ns)
+            if resource is PODS:
+                pods[i] = made
 
     async with anyio.create_task_group() as tg:
         for i in range(n):
-            tg.start_soon(create, _cluster_pod(i) if kubelets else _pod(i, ns), PODS)
+            tg.start_soon(create, _cluster_pod(i) if kubelets else _pod(i, ns), PODS, i)
     with anyio.fail_after(within):  # on a cluster the kubelets start them
         while await _count(client, server, ns, PODS, "Running") < n:  # noqa: ASYNC110
             await anyio.sleep(0.5 if kubelets else 0.02)
+    if operator == "floor":
+        return await _floor(client, server, ns, n, within, pods)
     port = _free_port()
     if operator == "naive":
         args = [sys.executable, "-m", "benchmarks.naive_operator", str(kubeconfig), ns]
     else:
         args = [sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
-                "--namespace", ns, "--workers", "4", "--metrics-addr", f"127.0.0.1:{port}"]
+                "--namespace", ns, "--workers", str(workers),
+                "--metrics-addr", f"127.0.0.1:{port}"]
     proc = await asyncio.create_subprocess_exec(
         *args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
@@ -182,6 +212,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         await anyio.sleep(0.2)
         if server is not None:
             server.requests.clear()
+        before = None if operator == "naive" else await _operator_metrics(port)
         started = time.perf_counter()
         async with anyio.create_task_group() as tg:
             for i in range(n):
@@ -192,17 +223,68 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         elapsed = time.perf_counter() - started
         requests = None if server is None else server.request_count() - n  # minus ours
         cpu, rss = _proc_stats(proc.pid)
-        reconciles = None if operator == "naive" else await _reconciles_from_metrics(port)
+        after = None if operator == "naive" else await _operator_metrics(port)
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
         out = (await proc.communicate())[0].decode()
-    if operator == "naive":
+    counts: dict[str, float] = {}
+    if before is not None and after is not None:
+        counts = {k: v - before.get(k, 0.0) for k, v in after.items()
+                  if v - before.get(k, 0.0)}
+        requests = int(counts.get("requests", 0))
+        reconciles = counts.get("reconciles", 0.0)
+    else:
         reconciles = float(orjson.loads(out.strip().splitlines()[-1])["reconciles"])
-    return {"operator": operator, "n": n, "seconds": elapsed,
+    return {"operator": operator, "workers": workers if operator == "reconcilekit" else 1,
+            "n": n, "seconds": elapsed,
             "requests_per_claim": None if requests is None else requests / n,
+            "events_per_claim": counts.get("events", 0.0) / n if counts else None,
+            "conflicts_per_claim": counts.get("conflicts", 0.0) / n if counts else None,
+            "request_counts": {k: v for k, v in counts.items() if " " in k},
             "reconciles_per_claim": (reconciles or 0) / n, "cpu_seconds": cpu,
             "peak_rss_mib": rss, "where": "cluster" if server is None else "in-process"}
+
+
+async def _floor(client: Client, server: APIServer | None, ns: str, n: int, within: float,
+                 pods: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The least any operator must do: bind claim i to Pod i with three writes, as each
+    claim is created, ``CREATES_IN_FLIGHT`` at a time. CPU is this process's."""
+    if server is not None:
+        server.requests.clear()
+    limiter = anyio.Semaphore(CREATES_IN_FLIGHT)
+    sent: list[int | None] = []
+    unobserve = client.add_request_observer(lambda r: sent.append(r.status))
+
+    async def bind(i: int) -> None:
+        async with limiter:
+            claim = await client.create(CLAIMS, _claim(i), ns)
+            pod = pods[i]
+            name = claim["metadata"]["name"]
+            labelled = dict(pod, metadata=dict(pod["metadata"], labels={
+                **pod["metadata"]["labels"], "pool.matrixorigin.io/claimed-by": name,
+                "pool.matrixorigin.io/pod-phase": "Bound"}))
+            await client.update(PODS, labelled)
+            await client.patch(CLAIMS, name, {"spec": {
+                "podName": pod["metadata"]["name"],
+                "nodeName": pod["spec"].get("nodeName")}}, ns)
+            await client.patch_status(CLAIMS, name, {"status": {
+                "phase": "Bound", "boundTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                             time.gmtime())}}, ns)
+
+    cpu_before = time.process_time()
+    started = time.perf_counter()
+    with anyio.fail_after(within):
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(bind, i)
+    elapsed = time.perf_counter() - started
+    unobserve()
+    return {"operator": "floor", "workers": CREATES_IN_FLIGHT, "n": n, "seconds": elapsed,
+            "requests_per_claim": (len(sent) - n) / n, "events_per_claim": 0.0,
+            "conflicts_per_claim": sent.count(409) / n, "request_counts": {},
+            "reconciles_per_claim": 0.0, "cpu_seconds": time.process_time() - cpu_before,
+            "peak_rss_mib": 0.0, "where": "cluster" if server is None else "in-process"}
 
 
 async def _count(client: Client, server: APIServer | None, ns: str, resource: Resource,
@@ -231,8 +313,9 @@ def _plot(results: list[dict[str, Any]]) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for operator, style in (("reconcilekit", "o-"), ("naive", "s--")):
+    for operator, style in (("floor", "^:"), ("reconcilekit", "o-"), ("naive", "s--")):
         rows = sorted((r for r in results if r["operator"] == operator), key=lambda r: r["n"])
+        rows = list({r["n"]: r for r in rows}.values())  # one point per N (the last run)
         if not rows:
             continue
         ns = [r["n"] for r in rows]
@@ -258,6 +341,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--naive-max", type=int, default=1000,
                         help="largest N for the baseline (default 1000: at 5,000 it needs "
                              "about half an hour, growing as N squared)")
+    parser.add_argument("--workers", default="4",
+                        help="operator worker counts to run, comma-separated (default 4)")
     parser.add_argument("--no-plot", action="store_true")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", metavar="PATH",
@@ -278,33 +363,47 @@ def main(argv: list[str] | None = None) -> None:
 
 def _run_all(args: argparse.Namespace, kubeconfig: str | None, *, kubelets: bool) -> None:
     sizes = [50] if args.quick else [int(s) for s in args.sizes.split(",")]
+    worker_counts = [int(w) for w in args.workers.split(",")]
     results = []
     for n in sizes:
-        for operator in ("reconcilekit", "naive"):
+        runs = [("floor", 1), *(("reconcilekit", w) for w in worker_counts), ("naive", 1)]
+        for operator, workers in runs:
             if operator == "naive" and n > args.naive_max:
                 _progress(f"  skipping naive at N={n} (--naive-max {args.naive_max})")
                 continue
-            _progress(f"  e2e: {operator}, N={n} ...")
-            result = anyio.run(run_one, operator, n, 120 + n * 0.5, kubeconfig, kubelets)
-            _progress(f"  e2e: {operator}, N={n}: {result['seconds']:.1f}s to all Bound")
+            label = f"{operator} ({workers} workers)" if operator == "reconcilekit" else operator
+            _progress(f"  e2e: {label}, N={n} ...")
+            result = anyio.run(run_one, operator, n, 120 + n * 0.5, kubeconfig, kubelets,
+                               workers)
+            _progress(f"  e2e: {label}, N={n}: {result['seconds']:.1f}s to all Bound")
             results.append(result)
             RESULTS.parent.mkdir(exist_ok=True)  # written as it goes: a long run keeps its rows
             RESULTS.write_text(json.dumps(results, indent=1))
     if not args.no_plot and not args.quick:
         _plot(results)
-    print("| N | operator | time to all Bound | requests/claim | reconciles/claim | "
-          "CPU s | peak RSS |")
-    print("|---|---|---|---|---|---|---|")
-    by = {(r["operator"], r["n"]): r for r in results}
+    print("| N | who | time to all Bound | x floor | requests/claim (+ Events) | "
+          "409s/claim | reconciles/claim | CPU s | peak RSS |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    floors = {r["n"]: r["seconds"] for r in results if r["operator"] == "floor"}
     for r in results:
-        naive = by.get(("naive", r["n"]))
+        who = (f"reconcilekit, {r['workers']} workers" if r["operator"] == "reconcilekit"
+               else r["operator"])
+        floor = floors.get(r["n"])
+        ratio = f"{r['seconds'] / floor:.2f}x" if floor else "-"
         per_claim = ("n/a" if r["requests_per_claim"] is None
-                     else f"{r['requests_per_claim']:.1f}")
-        ratio = (f" (naive: {naive['seconds'] / r['seconds']:.1f}x this)"
-                 if r["operator"] == "reconcilekit" and naive else "")
-        print(f"| {r['n']:,} | {r['operator']} | {r['seconds']:.2f} s{ratio} | "
-              f"{per_claim} | {r['reconciles_per_claim']:.1f} | "
-              f"{r['cpu_seconds']:.1f} | {r['peak_rss_mib']:.0f} MiB |")
+                     else f"{r['requests_per_claim']:.2f}")
+        if r.get("events_per_claim"):
+            per_claim += f" (+ {r['events_per_claim']:.2f})"
+        conflicts = ("n/a" if r.get("conflicts_per_claim") is None
+                     else f"{r['conflicts_per_claim']:.3f}")
+        rss = "-" if r["operator"] == "floor" else f"{r['peak_rss_mib']:.0f} MiB"
+        print(f"| {r['n']:,} | {who} | {r['seconds']:.2f} s | {ratio} | {per_claim} | "
+              f"{conflicts} | {r['reconciles_per_claim']:.1f} | {r['cpu_seconds']:.1f} | "
+              f"{rss} |")
+    for r in results:
+        if r.get("request_counts"):
+            _progress(f"  requests, {r['operator']} {r['workers']} workers N={r['n']}: " +
+                      ", ".join(f"{k}: {v:.0f}" for k, v in sorted(r["request_counts"].items())))
 
 
 if __name__ == "__main__":

@@ -91,6 +91,7 @@ from ._reconciler import Reconciler as Reconciler
 from ._reconciler import Request as Request
 from ._reconciler import Result as Result
 from ._reconciler import TerminalError as TerminalError
+from ._reservations import Reservations as Reservations
 from ._rv_expectations import ResourceVersionExpectations as ResourceVersionExpectations
 from ._selectors import FieldSelector as FieldSelector
 from ._selectors import LabelSelector as LabelSelector
@@ -170,6 +171,7 @@ __all__ = [
     "Reconciler",
     "Request",
     "RequestRecord",
+    "Reservations",
     "Resource",
     "ResourceVersionExpectations",
     "Result",

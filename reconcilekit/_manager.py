@@ -41,7 +41,12 @@ from ._events import EventRecorder
 from ._expectations import Expectations, PrometheusExpectationMetrics
 from ._http_endpoints import EndpointsError, serve_endpoints, split_address
 from ._leaderelection import LeaderElector, LeadershipLost
-from ._metrics import CacheMetricsCollector, ControllerMetrics, LeaderElectionMetrics
+from ._metrics import (
+    CacheMetricsCollector,
+    ClientMetrics,
+    ControllerMetrics,
+    LeaderElectionMetrics,
+)
 from ._queue_metrics import PrometheusQueueMetrics
 from ._rate_limiters import RateLimiter
 from ._reconciler import Reconciler, Request
@@ -79,6 +84,8 @@ class Manager:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.cache = Cache(client, namespace=namespace, clock=clock, relist_period=relist_period)
         CacheMetricsCollector(self.registry, self.cache.statistics)
+        client.add_request_observer(
+            ClientMetrics(self.registry, _host_of(client)).observe)
         self.events = EventRecorder(client, component=name, clock=clock)
         self.controllers: list[Controller] = []
         # Unique per manager, as controller-runtime's hostname_UUID: two managers in one
@@ -265,3 +272,8 @@ def _first(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> BaseExc
         elif isinstance(exc, kind):
             return exc
     return None
+
+
+def _host_of(client: Client) -> str:
+    """``host:port`` of the API server, as client-go's ``host`` label has it."""
+    return str(client.configuration.host).split("://", 1)[-1].rstrip("/")

@@ -28,9 +28,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ._client_transport import RequestRecord
 from ._informer import InformerStatistics
 
-__all__ = ["CacheMetricsCollector", "ControllerMetrics", "LeaderElectionMetrics"]
+__all__ = ["CacheMetricsCollector", "ClientMetrics", "ControllerMetrics",
+           "LeaderElectionMetrics"]
 
 # controller-runtime's buckets for controller_runtime_reconcile_time_seconds.
 RECONCILE_TIME_BUCKETS: Final = (
@@ -404,3 +406,33 @@ def _merge(statistics: Iterable[InformerStatistics]) -> dict[str, _Row]:
         else:
             row.merge(stats)
     return rows
+
+
+class ClientMetrics:
+    """Every request the manager's client sends, as a request observer counts it.
+
+    ``rest_client_requests_total{code, method, host}`` is client-go's (what
+    controller-runtime exports); ``reconcilekit_client_requests_total{verb,
+    resource, code}`` breaks the same attempts down by kube-apiserver verb and
+    resource, so "how many 409s on pod updates" is one query. ``code`` is
+    the HTTP status, or ``<error>`` when no answer came.
+    """
+
+    __slots__ = ("_by_resource", "_host", "_requests")
+
+    def __init__(self, registry: CollectorRegistry, host: str) -> None:
+        self._host = host
+        self._requests = Counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ("code", "method", "host"), registry=None)
+        self._by_resource = Counter(
+            "reconcilekit_client_requests_total",
+            "Requests the client sent (each attempt), by verb, resource and status code.",
+            ("verb", "resource", "code"), registry=None)
+        registry.register(_WithoutCreated((self._requests, self._by_resource)))
+
+    def observe(self, record: RequestRecord) -> None:
+        code = "<error>" if record.status is None else str(record.status)
+        self._requests.labels(code, record.method, self._host).inc()
+        self._by_resource.labels(record.verb, record.resource, code).inc()

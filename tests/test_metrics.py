@@ -299,3 +299,23 @@ async def test_cache_collector_reports_a_running_cache(apiserver: Cluster,
         assert value(registry, "reconcilekit_cache_relists_total",
                      resource="configmaps/v1") == 0
         tg.cancel_scope.cancel()
+
+
+async def test_manager_counts_its_clients_requests_by_code(apiserver: Cluster) -> None:
+    from reconcilekit import Manager
+
+    async with Client(apiserver.configuration) as client:
+        manager = Manager(client)
+        ns = apiserver.namespace
+        await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "metadata": {"name": "m"}}, ns)
+        with pytest.raises(Exception, match="already exists"):
+            await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                             "metadata": {"name": "m"}}, ns)
+        registry = manager.registry
+        host = apiserver.configuration.host.split("://", 1)[1]
+        assert value(registry, "rest_client_requests_total", code="201", method="POST",
+                     host=host) == 1
+        assert value(registry, "reconcilekit_client_requests_total", verb="create",
+                     resource="configmaps", code="409") == 1
+        assert "rest_client_requests_created" not in scrape(registry)

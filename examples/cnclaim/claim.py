@@ -26,6 +26,10 @@ Guarantees:
   * a Pod is never held by two claims: binding writes the claim label with
     the Pod's resourceVersion, so of two claims racing for one Pod exactly
     one write lands;
+  * two workers of one operator never race for one Pod: a worker reserves
+    the Pod it tries (:class:`reconcilekit.Reservations`) and skips one
+    another worker holds, or one this process wrote and the cache has not
+    seen since, so a 409 can only come from outside the process;
   * a claim never binds twice on a stale cache: a reconcile waits until the
     cache has seen this controller's last write to the claim;
   * a phase Lost never comes with a ``spec.podName`` naming the lost Pod
@@ -47,6 +51,7 @@ from reconcilekit import (
     NotFound,
     Reconciler,
     Request,
+    Reservations,
     Result,
     TerminalError,
     finalize,
@@ -146,6 +151,8 @@ class ClaimReconciler(Reconciler):
         self.cache = cache
         self.index = index
         self.events = events
+        # (namespace, Pod) a worker is trying to take: the others try the next Pod
+        self.taking: Reservations[tuple[str, str]] = Reservations()
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -197,9 +204,17 @@ class ClaimReconciler(Reconciler):
         spec = spec_of(claim)
         pool, selector = str(spec.get("poolName") or ""), spec.get("selector") or {}
         if pool:  # the tracker's order; only the Pods tried are read from the cache
-            for pod_name in self.index.bindable.candidates(ns, pool, name):
-                if pod_name == avoid:
-                    continue
+            names = (p for p in self.index.bindable.candidates(ns, pool, name) if p != avoid)
+        else:
+            candidates = [p for p in await self._selector_candidates(claim)
+                          if bindable(p) and name_of(p) != avoid]
+            candidates.sort(key=lambda p: (
+                annotations_of(p).get(LAST_OWNER_ANNOTATION) != name, creation_order(p)))
+            names = (name_of(p) for p in candidates)
+        for pod_name in names:
+            with self.taking.holding((ns, pod_name), name) as mine:
+                if not mine or not self.cache.has_seen_own_write(PODS, pod_name, ns):
+                    continue  # another worker is on it, or took it and the cache lags
                 try:
                     pod = await self.cache.get(PODS, pod_name, ns)
                 except NotFound:
@@ -211,16 +226,6 @@ class ClaimReconciler(Reconciler):
                 if taken is not None:
                     return taken
                 logger.debug("Pod %s was taken by someone else; trying the next", pod_name)
-            return None
-        candidates = [p for p in await self._selector_candidates(claim)
-                      if bindable(p) and name_of(p) != avoid]
-        candidates.sort(key=lambda p: (annotations_of(p).get(LAST_OWNER_ANNOTATION) != name,
-                                       creation_order(p)))
-        for pod in candidates:
-            taken = await take(self.client, pod, name)
-            if taken is not None:
-                return taken
-            logger.debug("Pod %s was taken by someone else; trying the next", name_of(pod))
         return None
 
     async def _named_by_another(self, pod: Obj, claim: str) -> bool:

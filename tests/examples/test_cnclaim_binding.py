@@ -138,3 +138,23 @@ async def test_a_malformed_claim_is_refused_by_the_crd_schema(
               "metadata": {"name": "malformed"}, "spec": spec})
     assert got.status == 422, got
     assert cause in {(c["field"], c["message"]) for c in got.body["details"]["causes"]}
+
+
+async def test_workers_of_one_operator_never_race_for_a_pod(apiserver: Cluster,
+                                                            client: Client) -> None:
+    """Eight workers binding twenty claims at once: no Pod update of this process ever
+    loses to another of its own (a 409 could only come from outside the process)."""
+    ns = apiserver.namespace
+    conflicts: list[str] = []
+    client.add_request_observer(lambda r: conflicts.append(r.resource) if (
+        r.verb == "update" and r.resource == "pods" and r.status == 409) else None)
+    for _ in range(20):
+        await idle_pod(apiserver, client, "race")
+    async with running_operator(apiserver, client, workers=8):
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(new_claim, apiserver, client, f"c{i}", "race")
+        bound = [await eventually(lambda i=i: bound_to(client, ns, f"c{i}"), within=30.0,
+                                  what=f"c{i} Bound") for i in range(20)]
+    assert len(set(bound)) == 20
+    assert conflicts == []
