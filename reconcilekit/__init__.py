@@ -45,6 +45,7 @@ from ._finalizers import FinalizerResult as FinalizerResult
 from ._finalizers import add_finalizer as add_finalizer
 from ._finalizers import delete_then_release as delete_then_release
 from ._finalizers import finalize as finalize
+from ._finalizers import finalizer_ops as finalizer_ops
 from ._finalizers import remove_finalizer as remove_finalizer
 from ._http_endpoints import EndpointsError as EndpointsError
 from ._informer import EventHandler as EventHandler
@@ -202,6 +203,7 @@ __all__ = [
     "error_from_response",
     "error_from_status",
     "finalize",
+    "finalizer_ops",
     "generation_changed",
     "labels_changed",
     "log_context",

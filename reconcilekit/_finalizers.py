@@ -23,6 +23,7 @@ __all__ = [
     "FinalizerResult",
     "add_finalizer",
     "delete_then_release",
+    "finalizer_ops",
     "finalize",
     "remove_finalizer",
 ]
@@ -377,6 +378,28 @@ async def _reread(client: FinalizerClient, resource: Resource, name: str,
             return None
         raise
     return fresh if (fresh.get("metadata") or {}).get("uid") == uid else None
+
+
+def finalizer_ops(obj: Obj, finalizer: str) -> list[Obj]:
+    """JSON patch operations that add ``finalizer`` to ``obj``, to send with other ops.
+
+    For a controller that wants the finalizer to join its first real write
+    instead of costing a write (and a reconcile) of its own: append these
+    to the operations of that write and send them as one JSON patch. The
+    patch applies only to the object as read: it ``test``s the UID and the
+    finalizers list (or, with no list, the resourceVersion), so it never
+    adds the finalizer to a new object that took the name, never drops
+    another entry, and fails (422, or 404) if the object changed or went.
+    kube-apiserver refuses it with 422 when the object is being deleted.
+
+    The pattern is safe only where everything done before that write can be
+    left behind if the object is deleted meanwhile: the object then goes
+    without cleanup. Either undo it when the write fails, or have something
+    else collect it (see the CNClaim operator's binding). An object already
+    being deleted must not get the finalizer: check before, as
+    :func:`add_finalizer` does.
+    """
+    return _add_ops(obj, _identity(obj)[2], finalizer)
 
 
 def _add_ops(obj: Obj, uid: str, finalizer: str) -> list[Obj]:

@@ -8,11 +8,14 @@ from typing import Any
 import anyio
 import pytest
 
-from examples.cnclaim.claim import selector_matches
+from examples.cnclaim.claim import record_binding, selector_matches
+from examples.cnclaim.pods import take
 from examples.cnclaim.resources import (
+    CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,
     CNCLAIMS,
     LAST_OWNER_ANNOTATION,
+    PHASE_LABEL,
     PODS,
     labels,
     name_of,
@@ -158,3 +161,34 @@ async def test_workers_of_one_operator_never_race_for_a_pod(apiserver: Cluster,
                                   what=f"c{i} Bound") for i in range(20)]
     assert len(set(bound)) == 20
     assert conflicts == []
+
+
+async def test_a_claim_deleted_while_binding_gets_its_pod_back_in_the_pool(
+        apiserver: Cluster, client: Client) -> None:
+    """The finalizer comes with the spec write, after the Pod is labelled: a claim
+    deleted in between makes that write fail, and the Pod is released at once."""
+    ns = apiserver.namespace
+    pod = await idle_pod(apiserver, client, "going")
+    claim = await new_claim(apiserver, client, "doomed", "going")  # no operator: no finalizer
+    taken = await take(client, pod, "doomed")
+    assert taken is not None and labels(taken)[CLAIMED_BY_LABEL] == "doomed"
+    await client.delete(CNCLAIMS, "doomed", ns)  # gone at once: nothing holds it
+    assert await record_binding(client, claim, taken) is False
+    released = await client.get(PODS, name_of(pod), ns)
+    assert CLAIMED_BY_LABEL not in labels(released)
+    assert labels(released)[PHASE_LABEL] == "Draining"
+
+
+async def test_binding_writes_the_finalizer_with_the_spec(apiserver: Cluster,
+                                                         client: Client) -> None:
+    ns = apiserver.namespace
+    await idle_pod(apiserver, client, "one")
+    async with running_operator(apiserver, client):
+        await new_claim(apiserver, client, "c", "one")
+        pod_name = await eventually(lambda: bound_to(client, ns, "c"), what="c Bound")
+    claim = await client.get(CNCLAIMS, "c", ns)
+    assert CLAIM_FINALIZER in claim["metadata"]["finalizers"]
+    assert claim["spec"]["podName"] == pod_name
+    writers = {(e["manager"], e["operation"], e.get("subresource", ""))
+               for e in claim["metadata"]["managedFields"]}
+    assert len([w for w in writers if w[2] == ""]) <= 2  # creator, and one binding write
