@@ -22,113 +22,86 @@ import pytest
 
 from reconcilekit.testing import Cluster
 
-WIDGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.test.reconcilekit.dev"},
-    "spec": {
-        "group": "test.reconcilekit.dev",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
-                  "listKind": "WidgetList", "shortNames": ["wdg"]},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": True,
-            }},
-        }],
-    },
-}
+GROUP = "test.reconcilekit.dev"
 
-GADGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gadgets.test.reconcilekit.dev"},
-    "spec": {
-        "group": "test.reconcilekit.dev",
-        "scope": "Cluster",
-        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "schema": {"openAPIV3Schema": {
-                "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-        }],
-    },
-}
+
+def crd(kind: str, schema: dict[str, Any], *, scope: str = "Namespaced",
+        status: bool = False, **names: Any) -> dict[str, Any]:
+    """A one-version (v1) CustomResourceDefinition of ``kind`` in the tests' group."""
+    plural = f"{kind.lower()}s"
+    version: dict[str, Any] = {"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": schema}}
+    if status:
+        version["subresources"] = {"status": {}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{GROUP}"},
+            "spec": {"group": GROUP, "scope": scope,
+                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind,
+                               **names},
+                     "versions": [version]}}
+
+
+ANYTHING: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+WIDGET_CRD = crd("Widget", ANYTHING, status=True, listKind="WidgetList", shortNames=["wdg"])
+GADGET_CRD = crd("Gadget", ANYTHING, scope="Cluster")
 
 
 # A namespaced kind with a schema that exercises pruning, defaults, validation and CEL
 # rules (test_apiserver_crd_schema.py), and list types (test_apiserver_apply.py).
-PROBE_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "probes.test.reconcilekit.dev"},
-    "spec": {
-        "group": "test.reconcilekit.dev",
-        "scope": "Namespaced",
-        "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {
-                        "type": "object",
-                        "required": ["size"],
-                        "x-kubernetes-validations": [
-                            {"rule": "self.size <= self.maxSize",
-                             "message": "size must not exceed maxSize"},
-                            {"rule": "!has(self.mode) || self.mode != 'bad'",
-                             "messageExpression": "'mode ' + self.mode + ' is bad'",
-                             "fieldPath": ".mode"},
-                            {"rule": "self.size == oldSelf.size || self.mode == 'resize'",
-                             "message": "size is immutable unless resizing"},
-                            {"rule": "!has(self.name) || self.name.lowerAscii() != 'root'"},
-                        ],
-                        "properties": {
-                            "size": {"type": "integer", "minimum": 1, "maximum": 100},
-                            "maxSize": {"type": "integer", "default": 50},
-                            "mode": {"type": "string", "enum": ["fast", "slow", "bad", "resize"]},
-                            "name": {"type": "string", "minLength": 2, "maxLength": 5,
-                                     "pattern": "^[a-z]+$"},
-                            "ratio": {"type": "number", "maximum": 10, "exclusiveMaximum": True},
-                            "even": {"type": "integer", "multipleOf": 2},
-                            "flag": {"type": "boolean"},
-                            "port": {"x-kubernetes-int-or-string": True},
-                            "tags": {"type": "array", "maxItems": 2, "minItems": 1,
-                                     "items": {"type": "string"},
-                                     "x-kubernetes-list-type": "set"},
-                            "items": {
-                                "type": "array",
-                                "x-kubernetes-list-type": "map",
-                                "x-kubernetes-list-map-keys": ["key"],
-                                "items": {"type": "object", "required": ["key"], "properties": {
-                                    "key": {"type": "string"},
-                                    "v": {"type": "string", "default": "dv"}}}},
-                            "labels": {"type": "object", "maxProperties": 2,
-                                       "additionalProperties": {"type": "string"}},
-                            "free": {"type": "object",
-                                     "x-kubernetes-preserve-unknown-fields": True},
-                            "note": {"type": "string"},
-                            "nullable": {"type": "string", "nullable": True},
-                            "nested": {"type": "object", "default": {},
-                                       "properties": {"deep": {"type": "integer"},
-                                                      "level": {"type": "string",
-                                                                "default": "info"}}},
-                            "created": {"type": "string", "format": "date-time"},
-                            "immut": {"type": "string", "x-kubernetes-validations": [
-                                {"rule": "self == oldSelf", "message": "immut is immutable"}]},
-                        },
-                    },
-                    "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
-                },
-            }},
-        }],
+PROBE_CRD = crd("Probe", {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["size"],
+            "x-kubernetes-validations": [
+                {"rule": "self.size <= self.maxSize",
+                 "message": "size must not exceed maxSize"},
+                {"rule": "!has(self.mode) || self.mode != 'bad'",
+                 "messageExpression": "'mode ' + self.mode + ' is bad'",
+                 "fieldPath": ".mode"},
+                {"rule": "self.size == oldSelf.size || self.mode == 'resize'",
+                 "message": "size is immutable unless resizing"},
+                {"rule": "!has(self.name) || self.name.lowerAscii() != 'root'"},
+            ],
+            "properties": {
+                "size": {"type": "integer", "minimum": 1, "maximum": 100},
+                "maxSize": {"type": "integer", "default": 50},
+                "mode": {"type": "string", "enum": ["fast", "slow", "bad", "resize"]},
+                "name": {"type": "string", "minLength": 2, "maxLength": 5,
+                         "pattern": "^[a-z]+$"},
+                "ratio": {"type": "number", "maximum": 10, "exclusiveMaximum": True},
+                "even": {"type": "integer", "multipleOf": 2},
+                "flag": {"type": "boolean"},
+                "port": {"x-kubernetes-int-or-string": True},
+                "tags": {"type": "array", "maxItems": 2, "minItems": 1,
+                         "items": {"type": "string"},
+                         "x-kubernetes-list-type": "set"},
+                "items": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["key"],
+                    "items": {"type": "object", "required": ["key"], "properties": {
+                        "key": {"type": "string"},
+                        "v": {"type": "string", "default": "dv"}}}},
+                "labels": {"type": "object", "maxProperties": 2,
+                           "additionalProperties": {"type": "string"}},
+                "free": {"type": "object",
+                         "x-kubernetes-preserve-unknown-fields": True},
+                "note": {"type": "string"},
+                "nullable": {"type": "string", "nullable": True},
+                "nested": {"type": "object", "default": {},
+                           "properties": {"deep": {"type": "integer"},
+                                          "level": {"type": "string",
+                                                    "default": "info"}}},
+                "created": {"type": "string", "format": "date-time"},
+                "immut": {"type": "string", "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "immut is immutable"}]},
+            },
+        },
+        "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
     },
-}
+}, status=True)
 
 
 async def _release_finalizers(apiserver: Cluster, collection: str) -> None:

@@ -16,27 +16,16 @@ import pytest
 
 from reconcilekit.testing import Cluster
 
-from conftest import PROBE_CRD
+from conftest import PROBE_CRD, crd
 
 NOT_CHECKED = ("<nil>", 'Invalid value: "null": some validation rules were not checked '
                "because the object was invalid; correct the existing errors to complete "
                "validation")
 
-PLAIN_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "plains.test.reconcilekit.dev"},
-    "spec": {
-        "group": "test.reconcilekit.dev",
-        "scope": "Namespaced",
-        "names": {"plural": "plains", "singular": "plain", "kind": "Plain"},
-        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
-            "openAPIV3Schema": {"type": "object", "properties": {"spec": {
-                "type": "object", "properties": {
-                    "a": {"type": "integer"}, "n": {"type": "string"},
-                    "m": {"type": "object", "additionalProperties": {"type": "integer"}}}}}}}}],
-    },
-}
+PLAIN_CRD = crd("Plain", {"type": "object", "properties": {"spec": {
+    "type": "object", "properties": {
+        "a": {"type": "integer"}, "n": {"type": "string"},
+        "m": {"type": "object", "additionalProperties": {"type": "integer"}}}}}})
 
 
 def probe(name: str, spec: Any, **rest: Any) -> dict[str, Any]:
