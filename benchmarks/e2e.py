@@ -24,6 +24,7 @@ to ``docs/e2e.png``.
 
 ``--quick`` runs N=50 only (a smoke run); ``--sizes 100,1000`` picks sizes;
 ``--workers 1,2,4,8`` runs the operator once per worker count (default 4);
+``--event-loops asyncio,uvloop`` once per event loop (``RECONCILEKIT_EVENT_LOOP``);
 ``--naive-max N`` skips the baseline above N (it grows as N squared);
 ``--kubeconfig PATH`` runs the storms on that cluster instead (each in a
 namespace of its own; the operator's API requests are then not counted);
@@ -143,19 +144,20 @@ NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 
 
 async def run_one(operator: str, n: int, within: float, kubeconfig: str | None = None,
-                  kubelets: bool = True, workers: int = 4) -> dict[str, Any]:
+                  kubelets: bool = True, workers: int = 4,
+                  event_loop: str = "") -> dict[str, Any]:
     """One storm; in-process unless ``kubeconfig`` names a cluster (then in a fresh
     namespace, removed afterwards; API requests are not counted there). Without
     ``kubelets`` (a bare control plane) the Pods are placed and reported Running
     by the benchmark, as in-process."""
     if kubeconfig is not None:
         async with await Client.from_kubeconfig(kubeconfig) as client:
-            ns = f"rk-bench-{os.getpid()}-{n}-{operator}-{workers}"
+            ns = f"rk-bench-{os.getpid()}-{n}-{operator}-{workers}{event_loop}"
             await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": ns}})
             try:
                 return await _storm(client, None, Path(kubeconfig), ns, operator, n, within,
-                                    kubelets=kubelets, workers=workers)
+                                    kubelets=kubelets, workers=workers, event_loop=event_loop)
             finally:
                 await client.delete(NAMESPACES, ns)
     async with APIServer(history_limit=max(10_000, 4 * n)) as server:
@@ -163,12 +165,12 @@ async def run_one(operator: str, n: int, within: float, kubeconfig: str | None =
             path = server.write_kubeconfig(Path(tmp) / "kubeconfig")
             async with Client(server.configuration()) as client:
                 return await _storm(client, server, path, NS, operator, n, within,
-                                    kubelets=False, workers=workers)
+                                    kubelets=False, workers=workers, event_loop=event_loop)
 
 
 async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns: str,
                  operator: str, n: int, within: float, *, kubelets: bool,
-                 workers: int) -> dict[str, Any]:
+                 workers: int, event_loop: str) -> dict[str, Any]:
     for doc in yaml.safe_load_all((MANIFESTS / "crds.yaml").read_text()):
         if doc and doc.get("kind") == "CustomResourceDefinition":
             with contextlib.suppress(AlreadyExists):
@@ -200,8 +202,9 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         args = [sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
                 "--namespace", ns, "--workers", str(workers),
                 "--metrics-addr", f"127.0.0.1:{port}"]
+    env = dict(os.environ, RECONCILEKIT_EVENT_LOOP=event_loop) if event_loop else None
     proc = await asyncio.create_subprocess_exec(
-        *args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        *args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     try:
         with anyio.fail_after(60):  # the operator is up once it watches claims
             if server is not None:
@@ -237,6 +240,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
     else:
         reconciles = float(orjson.loads(out.strip().splitlines()[-1])["reconciles"])
     return {"operator": operator, "workers": workers if operator == "reconcilekit" else 1,
+            "event_loop": event_loop or "default",
             "n": n, "seconds": elapsed,
             "requests_per_claim": None if requests is None else requests / n,
             "events_per_claim": counts.get("events", 0.0) / n if counts else None,
@@ -343,6 +347,9 @@ def main(argv: list[str] | None = None) -> None:
                              "about half an hour, growing as N squared)")
     parser.add_argument("--workers", default="4",
                         help="operator worker counts to run, comma-separated (default 4)")
+    parser.add_argument("--event-loops", default="",
+                        help="run the operator on each of these event loops, e.g. "
+                             "asyncio,uvloop (default: whatever it picks)")
     parser.add_argument("--no-plot", action="store_true")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", metavar="PATH",
@@ -366,15 +373,18 @@ def _run_all(args: argparse.Namespace, kubeconfig: str | None, *, kubelets: bool
     worker_counts = [int(w) for w in args.workers.split(",")]
     results = []
     for n in sizes:
-        runs = [("floor", 1), *(("reconcilekit", w) for w in worker_counts), ("naive", 1)]
-        for operator, workers in runs:
+        loops = args.event_loops.split(",") if args.event_loops else [""]
+        runs = [("floor", 1, ""), *(("reconcilekit", w, loop) for w in worker_counts
+                                    for loop in loops), ("naive", 1, "")]
+        for operator, workers, loop in runs:
             if operator == "naive" and n > args.naive_max:
                 _progress(f"  skipping naive at N={n} (--naive-max {args.naive_max})")
                 continue
-            label = f"{operator} ({workers} workers)" if operator == "reconcilekit" else operator
+            label = (f"{operator} ({workers} workers{', ' + loop if loop else ''})"
+                     if operator == "reconcilekit" else operator)
             _progress(f"  e2e: {label}, N={n} ...")
             result = anyio.run(run_one, operator, n, 120 + n * 0.5, kubeconfig, kubelets,
-                               workers)
+                               workers, loop)
             _progress(f"  e2e: {label}, N={n}: {result['seconds']:.1f}s to all Bound")
             results.append(result)
             RESULTS.parent.mkdir(exist_ok=True)  # written as it goes: a long run keeps its rows
@@ -386,8 +396,10 @@ def _run_all(args: argparse.Namespace, kubeconfig: str | None, *, kubelets: bool
     print("|---|---|---|---|---|---|---|---|---|")
     floors = {r["n"]: r["seconds"] for r in results if r["operator"] == "floor"}
     for r in results:
-        who = (f"reconcilekit, {r['workers']} workers" if r["operator"] == "reconcilekit"
-               else r["operator"])
+        loop = r.get("event_loop", "default")
+        who = (f"reconcilekit, {r['workers']} workers" + (f", {loop}" if loop != "default"
+                                                             else "")
+               if r["operator"] == "reconcilekit" else r["operator"])
         floor = floors.get(r["n"])
         ratio = f"{r['seconds'] / floor:.2f}x" if floor else "-"
         per_claim = ("n/a" if r["requests_per_claim"] is None

@@ -174,10 +174,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a tenth of the work, one run each")
     parser.add_argument("--runs", type=int, default=3, help="runs per scenario (best is shown)")
+    parser.add_argument("--uvloop", action="store_true", help="run on uvloop's event loop")
     args = parser.parse_args(argv)
+    global _BACKEND_OPTIONS
+    _BACKEND_OPTIONS = {"use_uvloop": True} if args.uvloop else {}
     runs = 1 if args.quick else args.runs
     random.seed(1)
-    print(f"Python {sys.version.split()[0]}, anyio {version('anyio')}, {os.cpu_count()} CPUs")
+    loop = "uvloop " + version("uvloop") if args.uvloop else "asyncio's own loop"
+    print(f"Python {sys.version.split()[0]}, anyio {version('anyio')}, {loop}, "
+          f"{os.cpu_count()} CPUs")
     print()
     print("| scenario | ops | best of | seconds | ops/s |")
     print("|---|---:|---:|---:|---:|")
@@ -188,9 +193,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {title} | {ops:,} {unit} | {runs} | {best:.3f} | {ops / best:,.0f} |")
 
 
+_BACKEND_OPTIONS: dict[str, bool] = {}
+
+
 def _timed(scenario: Scenario, ops: int) -> float:
     gc.collect()
-    return anyio.run(scenario, ops, backend="asyncio")
+    return anyio.run(scenario, ops, backend="asyncio", backend_options=_BACKEND_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from ._errors import Unauthorized as Unauthorized
 from ._errors import UnsupportedMediaType as UnsupportedMediaType
 from ._errors import error_from_response as error_from_response
 from ._errors import error_from_status as error_from_status
+from ._event_loop import backend_options as event_loop_options
 from ._events import EventRecorder as EventRecorder
 from ._events import EventRecorderStatistics as EventRecorderStatistics
 from ._expectations import ExpectationMetrics as ExpectationMetrics
@@ -66,6 +67,7 @@ from ._mappers import Mapper as Mapper
 from ._mappers import enqueue_object as enqueue_object
 from ._mappers import enqueue_owner as enqueue_owner
 from ._metrics import CacheMetricsCollector as CacheMetricsCollector
+from ._metrics import ClientMetrics as ClientMetrics
 from ._metrics import ControllerMetrics as ControllerMetrics
 from ._metrics import LeaderElectionMetrics as LeaderElectionMetrics
 from ._objects import ObjectKey as ObjectKey
@@ -122,6 +124,7 @@ __all__ = [
     "CleanupNotDone",
     "CleanupResult",
     "Client",
+    "ClientMetrics",
     "ClientOptions",
     "ClientStatistics",
     "Clock",
@@ -202,6 +205,7 @@ __all__ = [
     "enqueue_owner",
     "error_from_response",
     "error_from_status",
+    "event_loop_options",
     "finalize",
     "finalizer_ops",
     "generation_changed",

@@ -37,6 +37,7 @@ from ._cache import Cache, CacheSyncTimeout
 from ._client import Client
 from ._clock import Clock, SystemClock
 from ._controller import Controller
+from ._event_loop import backend_options
 from ._events import EventRecorder
 from ._expectations import Expectations, PrometheusExpectationMetrics
 from ._http_endpoints import EndpointsError, serve_endpoints, split_address
@@ -246,11 +247,14 @@ class Manager:
     def run_until_signal(self) -> int:
         """:meth:`serve` in a new event loop (for a ``main()``); returns the exit code.
 
+        The loop is uvloop's when it is installed (``reconcilekit[fast]``), unless
+        ``RECONCILEKIT_EVENT_LOOP=asyncio``.
+
         The manager's client must not be tied to another event loop: build
         everything inside one ``async def main()`` and ``await manager.serve()``
         when you create the client asynchronously.
         """
-        return anyio.run(self.serve)
+        return anyio.run(self.serve, backend="asyncio", backend_options=backend_options())
 
     async def _stop_on_signal(self) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

@@ -24,7 +24,13 @@ from collections.abc import Sequence
 
 import anyio
 
-from reconcilekit import APIConnectionError, APIError, Client, configure_logging
+from reconcilekit import (
+    APIConnectionError,
+    APIError,
+    Client,
+    configure_logging,
+    event_loop_options,
+)
 
 from .operator import CRDInstallError, OperatorOptions, build_operator, install_crds
 from .run import OperatorFailed, play_with_operator
@@ -174,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_level or ("WARNING" if demo else "INFO"))
     progress = Progress(lambda text: print(text, flush=True))
     try:
-        return anyio.run(_run, args, progress)
+        return anyio.run(_run, args, progress, backend="asyncio",
+                         backend_options=event_loop_options())
     except StepFailed as err:
         print(f"error: {err}", file=sys.stderr)
     except (OperatorFailed, CRDInstallError) as err:
