@@ -1,7 +1,7 @@
 """Test doubles for controllers built with reconcilekit (public API).
 
 * :class:`APIServer`: an in-process Kubernetes API server speaking the real
-  wire protocol over HTTP, with fault injection.
+  wire protocol over HTTPS (its own CA), with fault injection.
 * :class:`ControlPlane`: a real etcd, kube-apiserver and kube-controller-manager
   started from a directory of binaries (envtest's ``KUBEBUILDER_ASSETS``).
 * :class:`NodeSimulator`: the scheduler's and kubelet's part for a cluster
