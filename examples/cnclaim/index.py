@@ -138,6 +138,19 @@ class Indexes:
         for key in self.cache.lookup_keys(CNCLAIMS, (_WAITING, value), limit=wanted):
             yield Request(key.namespace, key.name)
 
+    def claim_to_pools(self, claim: Obj) -> list[Request]:
+        """The pools of the Pods a deleted claim's label still names: their pool releases
+        them (a claim binds its Pod before the write that adds its finalizer, so a
+        claim deleted in between leaves its Pod to the pool; claim.py)."""
+        namespace = namespace_of(claim)
+        pools = {str(spec_of(claim).get("poolName") or "")}
+        for key in self.cache.lookup_keys(PODS, (_CLAIMED_BY_FIELD, name_of(claim)),
+                                          namespace=namespace):
+            pod = self._pods.store.get(key)
+            if pod is not None:
+                pools.add(labels(pod).get(POOL_LABEL, ""))
+        return [Request(namespace, pool) for pool in sorted(pools) if pool]
+
     def pod_to_claims(self, pod: Obj) -> list[Request]:
         """The claims to reconcile for an event of ``pod`` (see the module docstring)."""
         namespace, name = namespace_of(pod), name_of(pod)

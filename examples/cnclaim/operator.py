@@ -26,7 +26,7 @@ from typing import Any, Final
 import anyio
 import yaml
 
-from reconcilekit import AlreadyExists, Client, Forbidden, Manager, NotFound
+from reconcilekit import AlreadyExists, Client, Forbidden, Manager, NotFound, Predicate
 
 from .claim import ClaimReconciler
 from .claimset import ClaimSetReconciler, claimset_expectations_handler
@@ -40,6 +40,8 @@ logger = logging.getLogger("examples.cnclaim")
 
 MANIFESTS: Final = Path(__file__).resolve().parent / "manifests"
 LEASE_NAME: Final = "cnclaim-operator"
+# deletions only: a claim that goes may leave its Pod to its pool (index.claim_to_pools)
+ON_DELETE: Final = Predicate(create=lambda _: False, update=lambda _, __: False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -96,6 +98,7 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions())
     (manager.controller().named("cnpool")
         .for_(CNPOOLS)
         .watches(PODS, pod_to_pool)
+        .watches(CNCLAIMS, index.claim_to_pools, ON_DELETE)
         .with_options(max_concurrent_reconciles=workers)
         .complete(PoolReconciler(client, cache, index, events, pool_expectations)))
     (manager.controller().named("cnclaim")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, eventually
 
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOLERATIONS = [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists",
@@ -82,9 +82,11 @@ async def test_a_pod_needs_its_service_account(apiserver: Cluster, pods: str) ->
 async def test_every_namespace_holds_its_service_account_and_root_ca(
         apiserver: Cluster) -> None:
     ns = apiserver.namespace
-    account = await apiserver.request("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
-    assert account.status == 200, account
-    root_ca = await apiserver.request(
-        "GET", f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt")
-    assert root_ca.status == 200, root_ca
-    assert root_ca.body["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
+
+    async def made(path: str) -> dict[str, Any] | None:  # kube-controller-manager's, soon
+        got = await apiserver.request("GET", f"/api/v1/namespaces/{ns}/{path}")
+        return dict(got.body) if got.status == 200 else None
+
+    await eventually(lambda: made("serviceaccounts/default"), what="the default account")
+    root_ca = await eventually(lambda: made("configmaps/kube-root-ca.crt"), what="root CA")
+    assert root_ca["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
