@@ -9,8 +9,10 @@ kube-apiserver supports.
 
 Guarantees: the certificate names every host given (DNS names and IP
 addresses), is valid from before it was made (clock skew) for the given
-lifetime, and is signed by a CA made for it alone; the private key never
-leaves the :class:`ServingCertificate` unless written out.
+lifetime, and is signed by a CA made for it alone; the private key leaves
+the :class:`ServingCertificate` only when written out, or for the moment
+:meth:`~ServingCertificate.server_context` needs it in a private (0700)
+temporary directory that it removes before returning.
 """
 
 from __future__ import annotations

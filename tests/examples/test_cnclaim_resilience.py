@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -107,6 +108,10 @@ async def test_many_claims_racing_for_few_pods_never_share_one(apiserver: Cluste
     assert len({c["spec"]["podName"] for c in await _claims(client, ns)}) == 20
 
 
+# The first operator is killed mid-request, as a crash would kill it: a connection
+# cancelled during its TLS handshake is left to the garbage collector by asyncio, which
+# then reports an unclosed socket, at whatever moment it runs.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_an_operator_restarted_mid_scenario_converges(apiserver: Cluster,
                                                             client: Client) -> None:
     """The operator is cancelled at an arbitrary await while a claim set grows and a
@@ -131,6 +136,7 @@ async def test_an_operator_restarted_mid_scenario_converges(apiserver: Cluster,
 
                 await eventually(some_bound, what="a first claim Bound")
                 crash.cancel()  # mid-flight: reconciles are cancelled wherever they are
+    gc.collect()  # the crashed client's leftovers are reported here, not in a later test
     await client.patch(CNCLAIMSETS, "s", {"spec": {"replicas": 4}}, ns)
     async with Client(apiserver.configuration) as second, running_operator(apiserver, second):
         async def converged() -> str | None:

@@ -27,6 +27,18 @@ async def test_cli_serves_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
         assert got.status == 200
 
 
+async def test_cli_serves_plain_http_only_when_asked(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    async with serving_cli(kubeconfig, "--plain-http") as line:
+        assert "listening on http://127.0.0.1:" in line, line
+        cfg = client.Configuration()
+        await config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
+        cluster = Cluster(cfg)
+        got = await cluster.request("GET", "/api/v1/namespaces/default")
+        await cluster.close()
+        assert got.status == 200
+
+
 def test_cli_rejects_a_bad_port_with_a_clear_message(tmp_path: Path) -> None:
     got = subprocess.run([sys.executable, "-m", "reconcilekit.testing", "--kubeconfig-out",
                           str(tmp_path / "k"), "--port", "99999"],

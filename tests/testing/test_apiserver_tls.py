@@ -11,6 +11,7 @@ import asyncio
 import base64
 import os
 import shutil
+import ssl
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import yaml
 from kubernetes_asyncio import client, config
 
 from reconcilekit.testing import APIServer, Cluster
+from reconcilekit.testing._tls import ServingCertificate
 
 from conftest import serving_cli
 
@@ -27,6 +29,8 @@ from conftest import serving_cli
 async def test_it_serves_https_that_its_own_ca_verifies() -> None:
     async with APIServer() as server:
         assert server.url.startswith("https://127.0.0.1:")
+        ca_file = server.ca_file
+        assert ca_file is not None and ca_file.read_bytes() == server.ca_pem
         cluster = Cluster(server.configuration())
         try:
             got = await cluster.request("GET", "/api/v1/namespaces/default")
@@ -46,7 +50,12 @@ async def test_it_serves_https_that_its_own_ca_verifies() -> None:
             with pytest.raises(aiohttp.ClientError):
                 async with http.get(server.url.replace("https://", "http://") + "/readyz"):
                     pass
-    assert server.ca_file is None  # the CA file goes with the server
+    assert server.ca_file is None and not ca_file.parent.exists()  # it goes with the server
+
+
+def test_the_serving_context_refuses_tls_before_1_2() -> None:
+    context = ServingCertificate.generate().server_context()
+    assert context.minimum_version >= ssl.TLSVersion.TLSv1_2
 
 
 async def test_plain_http_only_when_asked() -> None:
