@@ -32,7 +32,7 @@ from typing import Any
 import cel
 
 from .._selector_syntax import go_quote
-from ._crd_schema import schema_nodes
+from ._crd_schema import child_schema, join_path, schema_nodes
 from ._status import Cause
 from ._validation import invalid
 
@@ -177,20 +177,11 @@ def _cel(value: Any, node: Mapping[str, Any]) -> Any:
     if node.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, dict):
-        props = node.get("properties") or {}
-        extra = node.get("additionalProperties")
-        return {k: _cel(v, _child(props, extra, k)) for k, v in value.items()}
+        return {k: _cel(v, child_schema(node, k) or {}) for k, v in value.items()}
     if isinstance(value, list):
         items = node.get("items")
         return [_cel(v, items if isinstance(items, Mapping) else {}) for v in value]
     return value
-
-
-def _child(props: Any, extra: Any, key: str) -> Mapping[str, Any]:
-    child = props.get(key) if isinstance(props, Mapping) else None
-    if isinstance(child, Mapping):
-        return child
-    return extra if isinstance(extra, Mapping) else {}
 
 
 def _error_text(err: Exception) -> str:
@@ -231,14 +222,12 @@ class CELRules:
                 continue
             causes.extend(self._check(rule, value, old, node, path))
         if isinstance(value, dict):
-            props = node.get("properties") or {}
-            extra = node.get("additionalProperties")
             for key, child_value in value.items():
-                child = props.get(key) or (extra if isinstance(extra, Mapping) else None)
-                if isinstance(child, Mapping):
+                child = child_schema(node, key)
+                if child is not None:
                     correlated = has_old and isinstance(old, dict) and key in old
                     self._walk(child_value, old.get(key) if correlated else None, correlated,
-                               child, f"{path}.{key}" if path else key, causes)
+                               child, join_path(path, key), causes)
         elif isinstance(value, list) and isinstance(node.get("items"), Mapping):
             keys = node.get("x-kubernetes-list-map-keys") or ()
             by_key = {}
@@ -248,7 +237,7 @@ class CELRules:
                 key = tuple(item.get(k) for k in keys) if isinstance(item, dict) else None
                 correlated = key is not None and key in by_key
                 self._walk(item, by_key.get(key) if correlated and key else None, correlated,
-                           node["items"], f"{path}[{i}]", causes)
+                           node["items"], join_path(path, i), causes)
 
     def _check(self, rule: _Rule, value: Any, old: Any, node: Mapping[str, Any],
                path: str) -> list[Cause]:

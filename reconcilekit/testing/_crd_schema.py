@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
     from ._cel_rules import CELRules
 
-__all__ = ["CustomResourceSchema", "go_value", "has_rules", "join_path", "json_type",
-           "schema_nodes"]
+__all__ = ["CustomResourceSchema", "child_schema", "go_value", "has_rules", "join_path",
+           "json_type", "schema_nodes"]
 
 Obj = dict[str, Any]
 _ROOT_FIELDS = ("apiVersion", "kind", "metadata")
@@ -338,7 +338,7 @@ class CustomResourceSchema:
 
     def validate(self, obj: Obj, old: Obj | None = None) -> list[Cause]:
         """Every reason the object is invalid; ``old`` (an update) enables transition rules."""
-        causes = self.schema_causes(obj, self.schema, "")
+        causes = self.schema_causes(obj, self._validator, "")
         causes.extend(_list_type_causes(obj, self.schema, ""))
         if any(c.reason in _BLOCKING for c in causes):
             return [*causes, _NOT_CHECKED]
@@ -348,19 +348,27 @@ class CustomResourceSchema:
     def validate_status(self, obj: Obj, old: Obj | None) -> list[Cause]:
         """A ``status`` write: the status schema (paths as kube 1.28 names them, from the
         status, without ``status.``), then the CEL rules of the whole object."""
-        status_schema = (self.schema.get("properties") or {}).get("status")
         causes = []
-        if isinstance(status_schema, Mapping) and "status" in obj:
-            causes = self.schema_causes(obj["status"], status_schema, "")
-            causes.extend(_list_type_causes(obj["status"], status_schema, "status"))
+        validator = self._status_validator
+        if validator is not None and "status" in obj:
+            causes = self.schema_causes(obj["status"], validator, "")
+            causes.extend(_list_type_causes(obj["status"], _properties(self.schema)["status"],
+                                            "status"))
         if any(c.reason in _BLOCKING for c in causes):
             return [*causes, _NOT_CHECKED]
         causes.extend(self.rules.evaluate(obj, old))
         return causes
 
-    def schema_causes(self, value: Any, node: Mapping[str, Any], base: str) -> list[Cause]:
-        validator = self._validator if node is self.schema else type(self._validator)(
-            _json_schema(node), format_checker=self._validator.format_checker)
+    @cached_property
+    def _status_validator(self) -> Draft4Validator | None:
+        status = _properties(self.schema).get("status")
+        if not isinstance(status, Mapping):
+            return None
+        return type(self._validator)(_json_schema(status),
+                                     format_checker=self._validator.format_checker)
+
+    def schema_causes(self, value: Any, validator: Draft4Validator, base: str) -> list[Cause]:
+        """The OpenAPI keyword errors of ``value`` under ``validator``, in go-openapi's words."""
         errors = list(validator.iter_errors(value))
         # go-openapi checks a string's maxLength, minLength and pattern in that
         # order and stops at the first that fails
@@ -398,6 +406,16 @@ def _properties(node: Mapping[str, Any]) -> Mapping[str, Any]:
     return props if isinstance(props, Mapping) else {}
 
 
+def child_schema(node: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    """The schema of member ``key`` of an object under ``node``: its property, else the
+    ``additionalProperties`` schema, else None (a field the schema does not know)."""
+    child = _properties(node).get(key)
+    if isinstance(child, Mapping):
+        return child
+    extra = node.get("additionalProperties")
+    return extra if isinstance(extra, Mapping) else None
+
+
 def _keeps_null(node: Mapping[str, Any]) -> bool:
     """A null stays when the field is nullable; one with a default is defaulted instead."""
     return node.get("nullable") is True or "default" in node
@@ -407,13 +425,9 @@ def _list_type_causes(value: Any, node: Mapping[str, Any], path: str) -> list[Ca
     """Duplicates in ``x-kubernetes-list-type: set`` and ``map`` lists (FieldValueDuplicate)."""
     causes: list[Cause] = []
     if isinstance(value, dict):
-        props = _properties(node)
-        extra = node.get("additionalProperties")
         for key, child_value in value.items():
-            child = props.get(key)
-            if child is None and isinstance(extra, Mapping):
-                child = extra
-            if isinstance(child, Mapping):
+            child = child_schema(node, key)
+            if child is not None:
                 causes.extend(_list_type_causes(child_value, child, join_path(path, key)))
     elif isinstance(value, list):
         items = node.get("items") if isinstance(node.get("items"), Mapping) else {}

@@ -286,11 +286,14 @@ class Storage:
             check(old, result)
         check_finalizers(rtype, old, result)
         meta = result["metadata"]
+        unchanged = same(old, result)
+        if unchanged and managed_fields is None:
+            return old  # an update that changes nothing changes no one's fields either
         if managed_fields is None:
             managed_fields = self.ownership(rtype).updated(
                 old, result, manager, subresource if subresource == "status" else None,
                 self.now())
-        if same(old, result) and managed_fields == old["metadata"].get("managedFields"):
+        if unchanged and managed_fields == old["metadata"].get("managedFields"):
             return old
         if rtype.generation and spec_changed(rtype, old, result):
             meta["generation"] = old["metadata"].get("generation", 0) + 1
