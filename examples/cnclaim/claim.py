@@ -87,6 +87,7 @@ from .resources import (
     connections,
     creation_order,
     deleting,
+    finalizers,
     labels,
     name_of,
     namespace_of,
@@ -96,6 +97,7 @@ from .resources import (
     source_pod,
     spec_of,
     status_of,
+    uid_of,
 )
 from .spec import spec_problem
 from .status import set_status
@@ -199,14 +201,6 @@ def _unbound_without_finalizer(claim: Obj) -> bool:
     spec = spec_of(claim)
     return (CLAIM_FINALIZER not in finalizers(claim) and not deleting(claim)
             and not spec.get("podName") and not spec.get("sourcePod"))
-
-
-def finalizers(obj: Obj) -> list[str]:
-    return list((obj.get("metadata") or {}).get("finalizers") or ())
-
-
-def uid_of(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def _held_by(pod: Obj, claim: str) -> bool:

@@ -39,6 +39,7 @@ __all__ = [
     "controller_owner",
     "creation_order",
     "deleting",
+    "finalizers",
     "labels",
     "migrating",
     "name_of",
@@ -107,6 +108,10 @@ def namespace_of(obj: Obj) -> str:
 
 def uid_of(obj: Obj) -> str:
     return str(_meta(obj).get("uid") or "")
+
+
+def finalizers(obj: Obj) -> list[str]:
+    return list(_meta(obj).get("finalizers") or ())
 
 
 def labels(obj: Obj) -> dict[str, str]:

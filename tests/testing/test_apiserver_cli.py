@@ -14,29 +14,30 @@ from reconcilekit.testing import Cluster
 from conftest import serving_cli
 
 
+async def _get_default_namespace(kubeconfig: Path) -> int:
+    """The status of GET /api/v1/namespaces/default through the written kubeconfig."""
+    cfg = client.Configuration()
+    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
+    cluster = Cluster(cfg)
+    try:
+        return (await cluster.request("GET", "/api/v1/namespaces/default")).status
+    finally:
+        await cluster.close()
+
+
 @pytest.mark.in_process_only
 async def test_cli_serves_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     async with serving_cli(kubeconfig) as line:
         assert "listening on https://127.0.0.1:" in line and str(kubeconfig) in line
-        cfg = client.Configuration()
-        await config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
-        cluster = Cluster(cfg)
-        got = await cluster.request("GET", "/api/v1/namespaces/default")
-        await cluster.close()
-        assert got.status == 200
+        assert await _get_default_namespace(kubeconfig) == 200
 
 
 async def test_cli_serves_plain_http_only_when_asked(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     async with serving_cli(kubeconfig, "--plain-http") as line:
         assert "listening on http://127.0.0.1:" in line, line
-        cfg = client.Configuration()
-        await config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
-        cluster = Cluster(cfg)
-        got = await cluster.request("GET", "/api/v1/namespaces/default")
-        await cluster.close()
-        assert got.status == 200
+        assert await _get_default_namespace(kubeconfig) == 200
 
 
 def test_cli_rejects_a_bad_port_with_a_clear_message(tmp_path: Path) -> None:
