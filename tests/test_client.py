@@ -8,6 +8,7 @@ once: the HTTP is real, the waiting is not.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import socket
@@ -634,3 +635,71 @@ async def test_a_closed_client_refuses_requests(apiserver: Cluster) -> None:
     with pytest.raises(RuntimeError, match="closed"):
         await client.list(CONFIGMAPS, apiserver.namespace)
     await client.close()
+
+
+class ConnectProxy:
+    """An HTTP CONNECT proxy on a free local port that counts the tunnels it opens."""
+
+    def __init__(self) -> None:
+        self.tunnels: list[str] = []
+        self.url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> ConnectProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def _serve(self, reader: Any, writer: Any) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+        method, target, _ = head.split(" ", 2)
+        assert method == "CONNECT", head
+        self.tunnels.append(target)
+        host, port = target.rsplit(":", 1)
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        async def pipe(src: Any, dst: Any) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except OSError:
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+async def test_the_proxy_comes_from_the_configuration_or_the_environment(
+        apiserver: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As client-go: HTTPS_PROXY is honoured unless NO_PROXY exempts the host; the
+    configuration's proxy wins. TLS to the API server goes through the tunnel."""
+    if not apiserver.configuration.host.startswith("https://127.0.0.1:"):
+        pytest.skip("needs an API server on 127.0.0.1 over HTTPS")
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY",
+                 "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    port = apiserver.configuration.host.rsplit(":", 1)[1]
+    async with ConnectProxy() as from_env, ConnectProxy() as configured:
+        monkeypatch.setenv("HTTPS_PROXY", from_env.url)
+        async with Client(apiserver.configuration) as client:
+            await client.list(CONFIGMAPS, "default")
+            await client.list(CONFIGMAPS, "kube-system")
+        assert from_env.tunnels == [f"127.0.0.1:{port}"]  # one tunnel, kept alive
+
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        async with Client(apiserver.configuration) as client:
+            await client.list(CONFIGMAPS, "default")
+        assert len(from_env.tunnels) == 1
+
+        cfg = copy.copy(apiserver.configuration)
+        cfg.proxy = configured.url
+        async with Client(cfg) as client:
+            await client.list(CONFIGMAPS, "default")
+        assert configured.tunnels == [f"127.0.0.1:{port}"] and len(from_env.tunnels) == 1
