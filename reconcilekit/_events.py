@@ -114,9 +114,18 @@ class EventRecorder:
         into the existing Event: one merge patch raising ``count`` and
         setting ``lastTimestamp``, not a new object. Up to 4,096 distinct
         events are remembered (least recently seen forgotten first);
+      * at most ``qps`` writes a second, in bursts of up to ``burst`` (a
+        token bucket on ``clock``; ``qps=None``: no limit). Events are for
+        people and must not take the API server from the controllers: a
+        storm of a thousand bindings writes its thousand Events over the
+        following minute instead of during it. The default is the client
+        rate limit controller-runtime gives its clients (20 a second, bursts
+        of 30). :meth:`flush` writes what is pending without the limit;
       * at most ``max_pending`` events wait to be written; when full, the
         oldest is dropped, counted in :meth:`statistics` and logged at
-        WARNING (at most once a minute) on the ``reconcilekit.events`` logger;
+        WARNING (at most once a minute) on the ``reconcilekit.events`` logger.
+        The default, 10,000 (a few MiB), holds what a storm of that many
+        objects records while the rate limit spreads it out;
       * a write that fails is logged at WARNING and dropped, never retried
         and never raised (events are best effort; client-go retries
         connection failures up to 12 times, which a controller does not
@@ -128,20 +137,30 @@ class EventRecorder:
     """
 
     def __init__(self, client: Client, *, component: str, host: str | None = None,
-                 clock: Clock = _SYSTEM_CLOCK, max_pending: int = 1000,
-                 window: float = 600.0) -> None:
+                 clock: Clock = _SYSTEM_CLOCK, max_pending: int = 10_000,
+                 window: float = 600.0, qps: float | None = 20.0, burst: int = 30) -> None:
         if not component:
             raise ValueError("an event recorder needs a component name")
         if max_pending < 1:
             raise ValueError(f"max_pending must be >= 1, got {max_pending}")
         if not window >= 0:
             raise ValueError(f"window must be >= 0 seconds, got {window!r}")
+        if qps is not None and not qps > 0:
+            raise ValueError(f"qps must be > 0 (or None for no limit), got {qps!r}")
+        if burst < 1:
+            raise ValueError(f"burst must be >= 1, got {burst}")
         self.client = client
         self.component = component
         self.host = host
         self.clock = clock
         self.max_pending = max_pending
         self.window = float(window)
+        self.qps = qps
+        self.burst = burst
+        self._tokens = float(burst)
+        self._refilled: float | None = None
+        self._throttled: anyio.CancelScope | None = None
+        self._draining = 0
         self._queue: deque[_Pending] = deque()
         self._seen: OrderedDict[_Key, _Seen] = OrderedDict()
         self._recorded = 0  # seq of the last event recorded
@@ -219,6 +238,7 @@ class EventRecorder:
                 while not self._queue:
                     self._wakeup = anyio.Event()
                     await self._wakeup.wait()
+                await self._take_token()
                 item = self._queue.popleft()
                 self._in_flight = True
                 try:
@@ -236,14 +256,36 @@ class EventRecorder:
     async def flush(self) -> None:
         """Return once every event recorded before this call is written, failed or dropped.
 
-        Waits for :meth:`run` to get there: it never returns while nothing
-        runs it and events are pending, so call it under a deadline.
+        While it waits, :meth:`run` writes without the rate limit. It waits
+        for :meth:`run` to get there: it never returns while nothing runs it
+        and events are pending, so call it under a deadline.
         """
         target = self._recorded
-        while self._settled < target and (self._queue or self._in_flight):
-            if self._progress is None:
-                self._progress = anyio.Event()
-            await self._progress.wait()
+        self._draining += 1
+        try:
+            if self._throttled is not None:
+                self._throttled.cancel()
+            while self._settled < target and (self._queue or self._in_flight):
+                if self._progress is None:
+                    self._progress = anyio.Event()
+                await self._progress.wait()
+        finally:
+            self._draining -= 1
+
+    async def _take_token(self) -> None:
+        """Wait until the rate limit allows one more write (at once while flushing)."""
+        while self.qps is not None:
+            now = self.clock.monotonic()
+            if self._refilled is not None:
+                self._tokens = min(float(self.burst),
+                                   self._tokens + (now - self._refilled) * self.qps)
+            self._refilled = now
+            if self._tokens >= 1 or self._draining:
+                self._tokens = max(0.0, self._tokens - 1)
+                return
+            with anyio.CancelScope() as self._throttled:
+                await self.clock.sleep((1 - self._tokens) / self.qps)
+            self._throttled = None
 
     async def _write(self, item: _Pending) -> None:
         seen = self._seen.get(item.key)

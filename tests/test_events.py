@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from reconcilekit import Client, EventRecorder, EventRecorderStatistics, Resource
-from reconcilekit.testing import Cluster, FakeClock
+from reconcilekit.testing import Cluster, FakeClock, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 EVENTS = Resource("", "v1", "Event", "events")
@@ -204,3 +204,37 @@ async def test_run_twice_raises(client: Client) -> None:
         with pytest.raises(RuntimeError, match="already running"):
             await recorder.run()
 
+
+
+async def test_writes_are_rate_limited_on_the_clock_and_flush_lifts_the_limit(
+        apiserver: Cluster, client: Client, clock: FakeClock,
+        configmap: dict[str, Any]) -> None:
+    recorder = EventRecorder(client, component="web-controller", clock=clock, qps=10, burst=3)
+    for i in range(6):
+        recorder.event(configmap, "Normal", "Step", f"step {i}")
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        # the burst goes at once, then the writer waits a tenth of a (fake) second
+        await eventually(lambda: recorder.statistics().created == 3 and clock.sleepers == 1)
+        clock.advance(0.05)
+        assert clock.sleepers == 1  # not due yet: still parked
+        clock.advance(0.05)
+        await eventually(lambda: recorder.statistics().created == 4 and clock.sleepers == 1)
+        with anyio.fail_after(10):  # the rest without the clock moving
+            await recorder.flush()
+        assert recorder.statistics() == EventRecorderStatistics(
+            pending=0, created=6, patched=0, dropped=0, failed=0)
+        recorder.event(configmap, "Normal", "Step", "step 6")  # the limit is back after
+        await eventually(lambda: clock.sleepers == 1)
+        assert recorder.statistics().created == 6
+        tg.cancel_scope.cancel()
+    events = await events_about(client, apiserver.namespace, "web")
+    assert sorted(e["message"] for e in events) == [f"step {i}" for i in range(6)]
+
+
+def test_rate_limit_arguments_are_checked(client: Client) -> None:
+    with pytest.raises(ValueError, match="qps must be > 0"):
+        EventRecorder(client, component="c", qps=0)
+    with pytest.raises(ValueError, match="burst must be >= 1"):
+        EventRecorder(client, component="c", burst=0)
+    assert EventRecorder(client, component="c", qps=None).qps is None

@@ -50,8 +50,8 @@ async def test_the_demo_plays_every_step_and_exits_zero() -> None:
 
 async def test_a_step_that_does_not_converge_exits_one_naming_it() -> None:
     code, _, err = await _run("--step-timeout", "0.001")
-    assert code == 1
-    assert re.search(r"^error: step 1 \(6 Idle Pods running\) did not converge within "
+    assert code == 1  # (a step already true when first checked passes: which fails varies)
+    assert re.search(r"^error: step \d \([^)]+\) did not converge within "
                      r"0.001s; last seen: ", err, re.MULTILINE), err
     assert "Traceback" not in err
 
