@@ -18,8 +18,15 @@ Claims are created 20 at a time, for every operator. Measured: time from
 the first claim created to all claims Bound (and its ratio to the floor's),
 API requests per claim and 409 conflicts per claim (from the operator's
 ``reconcilekit_client_requests_total``, so on any API server; Events
-counted apart), reconciles per claim, CPU seconds and peak RSS of the
-operator process. Results go to ``benchmarks/results/e2e.json`` and a plot
+counted apart), reconciles per claim, CPU seconds of the operator process
+during the storm (from its first claim to the last Bound) and in all (start-up
+and the initial list included), and its peak RSS; with ``--assets``, also
+the CPU seconds etcd, kube-apiserver and kube-controller-manager spent
+during the storm. On a cluster "all Bound" is
+seen through one watch on the claims (polling lists would load the API server
+the operator is measured on); in-process the benchmark reads the store.
+Requests are counted once the operator's Events are all written (they trail
+the bindings). Results go to ``benchmarks/results/e2e.json`` and a plot
 to ``docs/e2e.png``.
 
 ``--quick`` runs N=50 only (a smoke run); ``--sizes 100,1000`` picks sizes;
@@ -41,6 +48,7 @@ import contextlib
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,11 +58,12 @@ from typing import Any
 
 import aiohttp
 import anyio
+import anyio.abc
 import orjson
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconcilekit import AlreadyExists, Client, Resource
+from reconcilekit import AlreadyExists, Client, NotFound, Resource
 from reconcilekit.testing import APIServer, ControlPlane
 
 from .store import realistic_pod
@@ -104,6 +113,11 @@ def _claim(i: int) -> dict[str, Any]:
             "metadata": {"name": f"claim-{i:05d}"}, "spec": {"poolName": POOL}}
 
 
+def _cpu_of(pids: tuple[int, ...]) -> float:
+    """CPU seconds used so far by these processes together."""
+    return sum(_proc_stats(pid)[0] for pid in pids)
+
+
 def _proc_stats(pid: int) -> tuple[float, float]:
     """(CPU seconds, peak RSS in MiB) of a live process, from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -138,6 +152,20 @@ async def _operator_metrics(port: int) -> dict[str, float]:
     return out
 
 
+async def _settled_metrics(port: int, events: float) -> dict[str, float]:
+    """The operator's metrics once ``events`` Events are written or their count stops
+    growing (they follow the bindings at the recorder's 20 a second), or after a minute."""
+    last = await _operator_metrics(port)
+    with anyio.move_on_after(60):
+        while last.get("events", 0.0) < events:
+            await anyio.sleep(1.0)
+            now = await _operator_metrics(port)
+            if now.get("events") == last.get("events"):
+                break
+            last = now
+    return last
+
+
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
                 "customresourcedefinitions", namespaced=False)
 NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
@@ -145,7 +173,7 @@ NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 
 async def run_one(operator: str, n: int, within: float, kubeconfig: str | None = None,
                   kubelets: bool = True, workers: int = 4,
-                  event_loop: str = "") -> dict[str, Any]:
+                  event_loop: str = "", server_pids: tuple[int, ...] = ()) -> dict[str, Any]:
     """One storm; in-process unless ``kubeconfig`` names a cluster (then in a fresh
     namespace, removed afterwards; API requests are not counted there). Without
     ``kubelets`` (a bare control plane) the Pods are placed and reported Running
@@ -157,9 +185,12 @@ async def run_one(operator: str, n: int, within: float, kubeconfig: str | None =
                                              "metadata": {"name": ns}})
             try:
                 return await _storm(client, None, Path(kubeconfig), ns, operator, n, within,
-                                    kubelets=kubelets, workers=workers, event_loop=event_loop)
+                                    kubelets=kubelets, workers=workers, event_loop=event_loop,
+                                    server_pids=server_pids)
             finally:
-                await client.delete(NAMESPACES, ns)
+                if kubelets:  # (a bare control plane is thrown away with its objects)
+                    await client.delete(NAMESPACES, ns)
+                    await _gone(client, ns)
     async with APIServer(history_limit=max(10_000, 4 * n)) as server:
         with tempfile.TemporaryDirectory() as tmp:
             path = server.write_kubeconfig(Path(tmp) / "kubeconfig")
@@ -168,9 +199,24 @@ async def run_one(operator: str, n: int, within: float, kubeconfig: str | None =
                                     kubelets=False, workers=workers, event_loop=event_loop)
 
 
+async def _gone(client: Client, ns: str) -> None:
+    """Wait (up to 10 minutes) until namespace ``ns`` is deleted: the next storm must not
+    share the cluster with the deletion of this one's thousands of objects."""
+    with anyio.move_on_after(600) as scope:
+        while True:
+            try:
+                await client.get(NAMESPACES, ns)
+            except NotFound:
+                return
+            await anyio.sleep(1)
+    if scope.cancelled_caught:
+        _progress(f"  namespace {ns} still not deleted after 10 minutes; going on")
+
+
 async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns: str,
                  operator: str, n: int, within: float, *, kubelets: bool,
-                 workers: int, event_loop: str) -> dict[str, Any]:
+                 workers: int, event_loop: str, server_pids: tuple[int, ...] = ()
+                 ) -> dict[str, Any]:
     for doc in yaml.safe_load_all((MANIFESTS / "crds.yaml").read_text()):
         if doc and doc.get("kind") == "CustomResourceDefinition":
             with contextlib.suppress(AlreadyExists):
@@ -194,7 +240,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         while await _count(client, server, ns, PODS, "Running") < n:  # noqa: ASYNC110
             await anyio.sleep(0.5 if kubelets else 0.02)
     if operator == "floor":
-        return await _floor(client, server, ns, n, within, pods)
+        return await _floor(client, server, ns, n, within, pods, server_pids)
     port = _free_port()
     if operator == "naive":
         args = [sys.executable, "-m", "benchmarks.naive_operator", str(kubeconfig), ns]
@@ -216,17 +262,27 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         if server is not None:
             server.requests.clear()
         before = None if operator == "naive" else await _operator_metrics(port)
-        started = time.perf_counter()
+        cpu_ready, server_ready = _proc_stats(proc.pid)[0], _cpu_of(server_pids)
+        bound = anyio.Event()
         async with anyio.create_task_group() as tg:
+            if server is None:  # on a cluster: one watch, far cheaper than polling lists
+                await tg.start(_watch_bound, client, ns, n, bound)
+            started = time.perf_counter()
             for i in range(n):
                 tg.start_soon(create, _claim(i), CLAIMS)
-        with anyio.fail_after(within):
-            while await _count(client, server, ns, CLAIMS, "Bound") < n:  # noqa: ASYNC110
-                await anyio.sleep(0.05 if server is not None else 0.5)
-        elapsed = time.perf_counter() - started
+            with anyio.fail_after(within):
+                if server is None:
+                    await bound.wait()
+                while server is not None and await _count(  # noqa: ASYNC110
+                        client, server, ns, CLAIMS, "Bound") < n:
+                    await anyio.sleep(0.05)
+            elapsed = time.perf_counter() - started
         requests = None if server is None else server.request_count() - n  # minus ours
         cpu, rss = _proc_stats(proc.pid)
-        after = None if operator == "naive" else await _operator_metrics(port)
+        server_cpu = _cpu_of(server_pids) - server_ready
+        at_bound = None if before is None else await _operator_metrics(port)
+        after = None if before is None else await _settled_metrics(
+            port, before.get("events", 0.0) + n)
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
@@ -244,14 +300,19 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
             "n": n, "seconds": elapsed,
             "requests_per_claim": None if requests is None else requests / n,
             "events_per_claim": counts.get("events", 0.0) / n if counts else None,
+            "storm_events_per_claim": None if at_bound is None or before is None else (
+                at_bound.get("events", 0.0) - before.get("events", 0.0)) / n,
             "conflicts_per_claim": counts.get("conflicts", 0.0) / n if counts else None,
             "request_counts": {k: v for k, v in counts.items() if " " in k},
             "reconciles_per_claim": (reconciles or 0) / n, "cpu_seconds": cpu,
+            "storm_cpu_seconds": cpu - cpu_ready,
+            "server_cpu_seconds": server_cpu if server_pids else None,
             "peak_rss_mib": rss, "where": "cluster" if server is None else "in-process"}
 
 
 async def _floor(client: Client, server: APIServer | None, ns: str, n: int, within: float,
-                 pods: dict[int, dict[str, Any]]) -> dict[str, Any]:
+                 pods: dict[int, dict[str, Any]], server_pids: tuple[int, ...] = ()
+                 ) -> dict[str, Any]:
     """The least any operator must do: bind claim i to Pod i with three writes, as each
     claim is created, ``CREATES_IN_FLIGHT`` at a time. CPU is this process's."""
     if server is not None:
@@ -276,19 +337,43 @@ async def _floor(client: Client, server: APIServer | None, ns: str, n: int, with
                 "phase": "Bound", "boundTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                              time.gmtime())}}, ns)
 
-    cpu_before = time.process_time()
+    cpu_before, server_before = time.process_time(), _cpu_of(server_pids)
     started = time.perf_counter()
     with anyio.fail_after(within):
         async with anyio.create_task_group() as tg:
             for i in range(n):
                 tg.start_soon(bind, i)
     elapsed = time.perf_counter() - started
+    server_cpu = _cpu_of(server_pids) - server_before
     unobserve()
     return {"operator": "floor", "workers": CREATES_IN_FLIGHT, "n": n, "seconds": elapsed,
             "requests_per_claim": (len(sent) - n) / n, "events_per_claim": 0.0,
             "conflicts_per_claim": sent.count(409) / n, "request_counts": {},
             "reconciles_per_claim": 0.0, "cpu_seconds": time.process_time() - cpu_before,
+            "storm_cpu_seconds": time.process_time() - cpu_before,
+            "server_cpu_seconds": server_cpu if server_pids else None,
             "peak_rss_mib": 0.0, "where": "cluster" if server is None else "in-process"}
+
+
+async def _watch_bound(client: Client, ns: str, n: int, bound: anyio.Event, *,
+                       task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                       ) -> None:
+    """Set ``bound`` once ``n`` claims in ``ns`` have been seen with phase Bound."""
+    start = await client.list(CLAIMS, ns, limit=1)
+    path = f"/apis/{CLAIMS.group}/{CLAIMS.version}/namespaces/{ns}/{CLAIMS.plural}"
+    response = await client.open_stream(path, {
+        "watch": "true", "resourceVersion": start["metadata"]["resourceVersion"],
+        "timeoutSeconds": 3600}, inactivity_timeout=None)
+    task_status.started()
+    seen: set[str] = set()
+    async with response:
+        async for line in response.content:
+            obj = orjson.loads(line)["object"]
+            if (obj.get("status") or {}).get("phase") == "Bound":
+                seen.add(obj["metadata"]["name"])
+                if len(seen) == n:
+                    bound.set()
+                    return
 
 
 async def _count(client: Client, server: APIServer | None, ns: str, resource: Resource,
@@ -317,14 +402,16 @@ def _plot(results: list[dict[str, Any]]) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for operator, style in (("floor", "^:"), ("reconcilekit", "o-"), ("naive", "s--")):
-        rows = sorted((r for r in results if r["operator"] == operator), key=lambda r: r["n"])
-        rows = list({r["n"]: r for r in rows}.values())  # one point per N (the last run)
-        if not rows:
-            continue
-        ns = [r["n"] for r in rows]
-        left.plot(ns, [r["seconds"] for r in rows], style, label=operator)
-        right.plot(ns, [r["peak_rss_mib"] for r in rows], style, label=operator)
+    whos = list(dict.fromkeys(_who(r) for r in results))
+    for who in whos:  # one line each, the median over rounds at each N
+        rows = [r for r in results if _who(r) == who]
+        ns = sorted({r["n"] for r in rows})
+        style = "^:" if who == "floor" else "s--" if who == "naive" else "o-"
+        left.plot(ns, [statistics.median(r["seconds"] for r in rows if r["n"] == n)
+                       for n in ns], style, label=who)
+        if who != "floor":
+            right.plot(ns, [statistics.median(r["peak_rss_mib"] for r in rows if r["n"] == n)
+                            for n in ns], style, label=who)
     for ax, title, unit in ((left, "time to all claims Bound", "seconds"),
                             (right, "operator peak RSS", "MiB")):
         ax.set_xscale("log")
@@ -350,6 +437,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--event-loops", default="",
                         help="run the operator on each of these event loops, e.g. "
                              "asyncio,uvloop (default: whatever it picks)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run every storm this many times, in rounds (each ratio is "
+                             "to the floor of its own round)")
     parser.add_argument("--no-plot", action="store_true")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", metavar="PATH",
@@ -358,24 +448,32 @@ def main(argv: list[str] | None = None) -> None:
                        help="run against a control plane (etcd, kube-apiserver, "
                             "kube-controller-manager) started from the binaries in DIR")
     args = parser.parse_args(argv)
-    if args.assets:
-        with ControlPlane(args.assets) as plane, tempfile.TemporaryDirectory() as tmp:
-            _progress(f"  control plane from {args.assets} ready in "
-                      f"{plane.startup_seconds:.1f}s")
-            _run_all(args, str(plane.write_kubeconfig(Path(tmp) / "kubeconfig")),
-                     kubelets=False)
-    else:
-        _run_all(args, args.kubeconfig, kubelets=True)
+    _run_all(args)
 
 
-def _run_all(args: argparse.Namespace, kubeconfig: str | None, *, kubelets: bool) -> None:
+def _run(args: argparse.Namespace, operator: str, n: int, workers: int,
+         event_loop: str) -> dict[str, Any]:
+    """One storm: with ``--assets`` on a control plane of its own, so no run pays for
+    another's leftovers (a namespace of thousands of objects being deleted, a larger
+    etcd); else on ``--kubeconfig``'s cluster or in-process."""
+    within = 120 + n * 0.5
+    if not args.assets:
+        return anyio.run(run_one, operator, n, within, args.kubeconfig, True, workers,
+                         event_loop)
+    with ControlPlane(args.assets) as plane, tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = str(plane.write_kubeconfig(Path(tmp) / "kubeconfig"))
+        return anyio.run(run_one, operator, n, within, kubeconfig, False, workers,
+                         event_loop, tuple(plane.pids))
+
+
+def _run_all(args: argparse.Namespace) -> None:
     sizes = [50] if args.quick else [int(s) for s in args.sizes.split(",")]
     worker_counts = [int(w) for w in args.workers.split(",")]
     results = []
-    for n in sizes:
-        loops = args.event_loops.split(",") if args.event_loops else [""]
-        runs = [("floor", 1, ""), *(("reconcilekit", w, loop) for w in worker_counts
-                                    for loop in loops), ("naive", 1, "")]
+    loops = args.event_loops.split(",") if args.event_loops else [""]
+    runs = [("floor", 1, ""), *(("reconcilekit", w, loop) for w in worker_counts
+                                for loop in loops), ("naive", 1, "")]
+    for n, round_ in ((n, r) for n in sizes for r in range(1, args.repeat + 1)):
         for operator, workers, loop in runs:
             if operator == "naive" and n > args.naive_max:
                 _progress(f"  skipping naive at N={n} (--naive-max {args.naive_max})")
@@ -383,40 +481,61 @@ def _run_all(args: argparse.Namespace, kubeconfig: str | None, *, kubelets: bool
             label = (f"{operator} ({workers} workers{', ' + loop if loop else ''})"
                      if operator == "reconcilekit" else operator)
             _progress(f"  e2e: {label}, N={n} ...")
-            result = anyio.run(run_one, operator, n, 120 + n * 0.5, kubeconfig, kubelets,
-                               workers, loop)
+            result = dict(_run(args, operator, n, workers, loop), round=round_)
             _progress(f"  e2e: {label}, N={n}: {result['seconds']:.1f}s to all Bound")
             results.append(result)
             RESULTS.parent.mkdir(exist_ok=True)  # written as it goes: a long run keeps its rows
             RESULTS.write_text(json.dumps(results, indent=1))
     if not args.no_plot and not args.quick:
         _plot(results)
-    print("| N | who | time to all Bound | x floor | requests/claim (+ Events) | "
-          "409s/claim | reconciles/claim | CPU s | peak RSS |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    floors = {r["n"]: r["seconds"] for r in results if r["operator"] == "floor"}
+    _report(results)
+
+
+def _who(r: dict[str, Any]) -> str:
+    if r["operator"] != "reconcilekit":
+        return str(r["operator"])
+    loop = r.get("event_loop", "default")
+    return f"reconcilekit, {r['workers']} workers" + (f", {loop}" if loop != "default" else "")
+
+
+def _report(results: list[dict[str, Any]]) -> None:
+    """Every run (its ratio to the floor of its own round), then the medians over rounds."""
+    print("| N | round | who | time to all Bound | x floor | requests/claim (+ Events: in "
+          "all, in the storm) | 409s/claim | reconciles/claim | CPU s in storm (total) | "
+          "API server CPU s | peak RSS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    floors = {(r["n"], r["round"]): r["seconds"] for r in results if r["operator"] == "floor"}
+    ratios: dict[tuple[int, str], list[float]] = {}
     for r in results:
-        loop = r.get("event_loop", "default")
-        who = (f"reconcilekit, {r['workers']} workers" + (f", {loop}" if loop != "default"
-                                                             else "")
-               if r["operator"] == "reconcilekit" else r["operator"])
-        floor = floors.get(r["n"])
+        floor = floors.get((r["n"], r["round"]))
         ratio = f"{r['seconds'] / floor:.2f}x" if floor else "-"
+        if floor:
+            ratios.setdefault((r["n"], _who(r)), []).append(r["seconds"] / floor)
         per_claim = ("n/a" if r["requests_per_claim"] is None
                      else f"{r['requests_per_claim']:.2f}")
         if r.get("events_per_claim"):
-            per_claim += f" (+ {r['events_per_claim']:.2f})"
+            per_claim += (f" (+ {r['events_per_claim']:.2f}, "
+                          f"{r.get('storm_events_per_claim') or 0:.2f})")
         conflicts = ("n/a" if r.get("conflicts_per_claim") is None
                      else f"{r['conflicts_per_claim']:.3f}")
         rss = "-" if r["operator"] == "floor" else f"{r['peak_rss_mib']:.0f} MiB"
-        print(f"| {r['n']:,} | {who} | {r['seconds']:.2f} s | {ratio} | {per_claim} | "
-              f"{conflicts} | {r['reconciles_per_claim']:.1f} | {r['cpu_seconds']:.1f} | "
-              f"{rss} |")
+        server = ("-" if r.get("server_cpu_seconds") is None
+                  else f"{r['server_cpu_seconds']:.1f}")
+        print(f"| {r['n']:,} | {r['round']} | {_who(r)} | {r['seconds']:.2f} s | {ratio} | "
+              f"{per_claim} | {conflicts} | {r['reconciles_per_claim']:.1f} | "
+              f"{r['storm_cpu_seconds']:.1f} ({r['cpu_seconds']:.1f}) | {server} | {rss} |")
+    if max((r["round"] for r in results), default=1) > 1:
+        print()
+        print("| N | who | rounds | median time | median x floor | x floor, best-worst |")
+        print("|---|---|---|---|---|---|")
+        for (n, who), values in ratios.items():
+            times = [r["seconds"] for r in results if r["n"] == n and _who(r) == who]
+            print(f"| {n:,} | {who} | {len(values)} | {statistics.median(times):.2f} s | "
+                  f"{statistics.median(values):.2f}x | {min(values):.2f}-{max(values):.2f}x |")
     for r in results:
         if r.get("request_counts"):
-            _progress(f"  requests, {r['operator']} {r['workers']} workers N={r['n']}: " +
+            _progress(f"  requests, {_who(r)}, N={r['n']}, round {r['round']}: " +
                       ", ".join(f"{k}: {v:.0f}" for k, v in sorted(r["request_counts"].items())))
-
 
 if __name__ == "__main__":
     main()
