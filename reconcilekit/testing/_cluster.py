@@ -154,7 +154,9 @@ class Cluster:
     async def install_crd(self, source: str | Path | Mapping[str, Any],
                           wait_seconds: float = 30.0) -> dict[str, Any]:
         """Create a CustomResourceDefinition (YAML text, a path, or a dict) and wait
-        until it is Established. An existing CRD of the same name is kept as is."""
+        until it is Established and discovery lists it in every served version (as
+        envtest's WaitForCRDs does: kube-apiserver updates discovery a moment after
+        the condition). An existing CRD of the same name is kept as is."""
         if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                         and await anyio.Path(source).exists()):
             source = await anyio.Path(source).read_text()
@@ -171,11 +173,24 @@ class Cluster:
             got = await self.request("GET", f"{path}/{name}")
             conditions = (got.body or {}).get("status", {}).get("conditions") or []
             if any(c.get("type") == "Established" and c.get("status") == "True"
-                   for c in conditions):
+                   for c in conditions) and await self._discovered(got.body):
                 return dict(got.body)
             if loop.time() > deadline:
-                raise TimeoutError(f"CRD {name} was not Established within {wait_seconds}s")
+                raise TimeoutError(f"CRD {name} was not Established and discovered within "
+                                   f"{wait_seconds}s")
             await asyncio.sleep(0.05)
+
+    async def _discovered(self, crd: Mapping[str, Any]) -> bool:
+        """Whether discovery lists the CRD's plural in each of its served versions."""
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            if not version.get("served", True):
+                continue
+            found = await self.request("GET", f"/apis/{spec['group']}/{version['name']}")
+            if found.status != 200 or spec["names"]["plural"] not in {
+                    r.get("name") for r in (found.body or {}).get("resources") or ()}:
+                return False
+        return True
 
 
 @asynccontextmanager
