@@ -3,6 +3,8 @@
 from ._builder import ControllerBuilder as ControllerBuilder
 from ._cache import Cache as Cache
 from ._cache import CacheSyncTimeout as CacheSyncTimeout
+from ._client import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA
+from ._client import PARTIAL_OBJECT_METADATA_LIST as PARTIAL_OBJECT_METADATA_LIST
 from ._client import Client as Client
 from ._client import ClientOptions as ClientOptions
 from ._client_retry import RetryPolicy as RetryPolicy
@@ -29,6 +31,7 @@ from ._errors import ServerError as ServerError
 from ._errors import TooManyRequests as TooManyRequests
 from ._errors import Unauthorized as Unauthorized
 from ._errors import UnsupportedMediaType as UnsupportedMediaType
+from ._errors import describe_error as describe_error
 from ._errors import error_from_response as error_from_response
 from ._errors import error_from_status as error_from_status
 from ._event_loop import backend_options as event_loop_options
@@ -60,6 +63,7 @@ from ._leaderelection import LeaderElectionStatistics as LeaderElectionStatistic
 from ._leaderelection import LeaderElector as LeaderElector
 from ._leaderelection import LeadershipLost as LeadershipLost
 from ._logging import ReconcileContextFilter as ReconcileContextFilter
+from ._logging import RepeatFilter as RepeatFilter
 from ._logging import configure_logging as configure_logging
 from ._logging import log_context as log_context
 from ._manager import Manager as Manager
@@ -102,6 +106,7 @@ from ._selectors import SelectorError as SelectorError
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
 from ._watcher import Backoff as Backoff
+from ._watcher import DeadWatchError as DeadWatchError
 from ._watcher import Watcher as Watcher
 from ._watcher import WatcherStatistics as WatcherStatistics
 from ._watcher import WatchSink as WatchSink
@@ -132,6 +137,7 @@ __all__ = [
     "Controller",
     "ControllerBuilder",
     "ControllerMetrics",
+    "DeadWatchError",
     "EndpointsError",
     "EventHandler",
     "EventRecorder",
@@ -163,6 +169,8 @@ __all__ = [
     "MethodNotAllowed",
     "NotFound",
     "ObjectKey",
+    "PARTIAL_OBJECT_METADATA",
+    "PARTIAL_OBJECT_METADATA_LIST",
     "Predicate",
     "PrometheusExpectationMetrics",
     "PrometheusQueueMetrics",
@@ -173,6 +181,7 @@ __all__ = [
     "ReconcileContextFilter",
     "ReconcileMetrics",
     "Reconciler",
+    "RepeatFilter",
     "Request",
     "RequestRecord",
     "Reservations",
@@ -201,6 +210,7 @@ __all__ = [
     "configure_logging",
     "default_controller_rate_limiter",
     "delete_then_release",
+    "describe_error",
     "enqueue_object",
     "enqueue_owner",
     "error_from_response",

@@ -75,14 +75,14 @@ class Cache:
 
     def __init__(self, client: Client, *, namespace: str | None = None,
                  clock: Clock = _SYSTEM_CLOCK, resync_period: float | None = None,
-                 relist_period: float | None = None, inactivity_timeout: float = 300.0,
+                 relist_period: float | None = None, liveness_timeout: float = 60.0,
                  own_write_timeout: float = 60.0) -> None:
         self.client = client
         self.namespace = namespace
         self.clock = clock
         self.resync_period = resync_period
         self.relist_period = relist_period
-        self.inactivity_timeout = inactivity_timeout
+        self.liveness_timeout = liveness_timeout
         self._informers: dict[_InformerKey, Informer] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self.own_writes: ResourceVersionExpectations[tuple[Resource, ObjectKey]] = (
@@ -94,8 +94,10 @@ class Cache:
     def informer_for(self, resource: Resource, *, metadata: bool = False) -> Informer:
         """The shared informer of ``resource`` (created, and started if running, on first use).
 
-        ``metadata=True`` gives a metadata-only informer: its store keeps
-        apiVersion, kind and metadata, for kinds that only map events.
+        ``metadata=True`` gives a metadata-only informer: it lists and watches
+        ``PartialObjectMetadata`` (the server sends no spec, status or data)
+        and its store keeps apiVersion, kind and metadata, for kinds that only
+        map events.
         """
         key = _InformerKey(resource, metadata)
         informer = self._informers.get(key)
@@ -104,8 +106,9 @@ class Cache:
                 self.client, resource,
                 namespace=self.namespace if resource.namespaced else None,
                 transform=metadata_only if metadata else strip_managed_fields,
+                metadata_only=metadata,
                 resync_period=self.resync_period, relist_period=self.relist_period,
-                inactivity_timeout=self.inactivity_timeout,
+                liveness_timeout=self.liveness_timeout,
                 clock=self.clock)
             own_writes = self.own_writes
             informer.version_observers.append(

@@ -37,12 +37,19 @@ from ._clock import Clock, SystemClock
 from ._errors import Gone
 from ._objects import ObjectKey, Resource
 
-__all__ = ["Client", "ClientOptions"]
+__all__ = ["PARTIAL_OBJECT_METADATA", "PARTIAL_OBJECT_METADATA_LIST", "Client",
+           "ClientOptions"]
 
 PropagationPolicy = Literal["Foreground", "Background", "Orphan"]
 
 _SYSTEM_CLOCK: Final = SystemClock()
 _DEFAULT_RETRY: Final = RetryPolicy()
+# Accept headers for metadata-only answers, as client-go's metadata client sends them
+# (JSON here): servers that cannot answer so (some aggregated APIs) send the full object.
+PARTIAL_OBJECT_METADATA: Final = (
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json")
+PARTIAL_OBJECT_METADATA_LIST: Final = (
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")
 _LIST_PAGE: Final = 500
 _LIST_RESTARTS: Final = 3
 
@@ -132,25 +139,30 @@ class Client:
     # -- low level --------------------------------------------------------------------------
 
     async def request(self, method: str, path: str, *, params: Params | None = None,
-                      body: Any = None, content_type: str | None = None) -> dict[str, Any]:
+                      body: Any = None, content_type: str | None = None,
+                      accept: str | None = None) -> dict[str, Any]:
         """One request to ``path`` (``/api/v1/...``) with retries; its decoded JSON answer.
 
         ``body`` is serialized with orjson unless it is ``bytes``. Parameters
         whose value is None are left out; booleans become ``true``/``false``.
+        ``accept`` replaces ``application/json`` as the Accept header.
         """
         return await self._transport.request(method, path, params=params, body=body,
-                                             content_type=content_type)
+                                             content_type=content_type, accept=accept)
 
     async def open_stream(self, path: str, params: Params | None = None, *,
-                          inactivity_timeout: float | None = 70.0
+                          inactivity_timeout: float | None = 70.0, accept: str | None = None
                           ) -> aiohttp.ClientResponse:
         """Open a streaming GET (a watch) that fails after ``inactivity_timeout`` s of silence.
 
         Returns aiohttp's response with status 200, which the caller must
         close; a non-200 answer raises its :class:`APIError`. Never retried.
+        ``accept`` as for :meth:`request` (``PARTIAL_OBJECT_METADATA`` for a watch
+        of PartialObjectMetadata).
         """
         return await self._transport.open_stream(path, params,
-                                                 inactivity_timeout=inactivity_timeout)
+                                                 inactivity_timeout=inactivity_timeout,
+                                                 accept=accept)
 
     def add_request_observer(self, callback: Callable[[RequestRecord], None]
                              ) -> Callable[[], None]:
@@ -163,10 +175,16 @@ class Client:
 
     # -- reads ------------------------------------------------------------------------------
 
-    async def get(self, resource: Resource, name: str,
-                  namespace: str | None = None) -> dict[str, Any]:
-        """The object ``name`` (in ``namespace`` for a namespaced resource)."""
-        return await self.request("GET", object_path(resource, namespace, name, "get"))
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  metadata_only: bool = False) -> dict[str, Any]:
+        """The object ``name`` (in ``namespace`` for a namespaced resource).
+
+        ``metadata_only=True`` asks the server for its metadata alone: a
+        ``PartialObjectMetadata`` (apiVersion ``meta.k8s.io/v1``), as
+        client-go's metadata client does.
+        """
+        return await self.request("GET", object_path(resource, namespace, name, "get"),
+                                  accept=PARTIAL_OBJECT_METADATA if metadata_only else None)
 
     async def get_status(self, resource: Resource, name: str,
                          namespace: str | None = None) -> dict[str, Any]:
@@ -178,29 +196,34 @@ class Client:
                    label_selector: LabelSelectorLike | None = None,
                    field_selector: FieldSelectorLike | None = None,
                    limit: int | None = None, continue_: str | None = None,
-                   resource_version: str | None = None) -> dict[str, Any]:
+                   resource_version: str | None = None,
+                   metadata_only: bool = False) -> dict[str, Any]:
         """One page of objects: the List as the server sends it.
 
         ``namespace`` None lists a namespaced resource across all namespaces.
         Selectors are strings (``"app=web,tier!=db"``), ``{"app": "web"}`` or
         selector objects. Follow ``metadata.continue`` for the next page, or
-        use :meth:`list_all` / :meth:`iter_list`.
+        use :meth:`list_all` / :meth:`iter_list`. ``metadata_only=True`` asks
+        for a ``PartialObjectMetadataList``: each item's metadata alone.
         """
         params = list_params(label_selector, field_selector, limit, continue_,
                               resource_version)
         return await self.request("GET", resource.path(scope(resource, namespace)),
-                                  params=params)
+                                  params=params,
+                                  accept=PARTIAL_OBJECT_METADATA_LIST if metadata_only else None)
 
     async def list_all(self, resource: Resource, namespace: str | None = None, *,
                        label_selector: LabelSelectorLike | None = None,
                        field_selector: FieldSelectorLike | None = None,
                        limit: int | None = _LIST_PAGE,
-                       resource_version: str | None = None) -> dict[str, Any]:
+                       resource_version: str | None = None,
+                       metadata_only: bool = False) -> dict[str, Any]:
         """Every matching object, read in pages of ``limit``, as one List.
 
         The List is one consistent snapshot: its ``metadata.resourceVersion``
         is the first page's, from which a watch can start. Items carry
-        ``apiVersion`` and ``kind`` (built-in lists leave them out).
+        ``apiVersion`` and ``kind`` (built-in lists leave them out);
+        ``metadata_only`` as for :meth:`list`.
 
         If the snapshot expires mid-way (410: the continue token is older
         than etcd's compaction), the list starts over from the first page,
@@ -213,7 +236,8 @@ class Client:
             first: dict[str, Any] | None = None
             try:
                 async for page in self._pages(resource, namespace, label_selector,
-                                              field_selector, limit, resource_version):
+                                              field_selector, limit, resource_version,
+                                              metadata_only):
                     first = first or page
                     items.extend(page.get("items") or ())
             except Gone:
@@ -229,8 +253,8 @@ class Client:
     async def iter_list(self, resource: Resource, namespace: str | None = None, *,
                         label_selector: LabelSelectorLike | None = None,
                         field_selector: FieldSelectorLike | None = None,
-                        limit: int | None = _LIST_PAGE,
-                        resource_version: str | None = None) -> AsyncIterator[dict[str, Any]]:
+                        limit: int | None = _LIST_PAGE, resource_version: str | None = None,
+                        metadata_only: bool = False) -> AsyncIterator[dict[str, Any]]:
         """Yield every matching object, fetching pages of ``limit`` as they are consumed.
 
         Items carry ``apiVersion`` and ``kind``. Unlike :meth:`list_all`, an
@@ -239,19 +263,21 @@ class Client:
         caller's decision.
         """
         async for page in self._pages(resource, namespace, label_selector, field_selector,
-                                      limit, resource_version):
+                                      limit, resource_version, metadata_only):
             for item in page.get("items") or ():
                 yield item
 
     async def _pages(self, resource: Resource, namespace: str | None,
                      label_selector: LabelSelectorLike | None,
                      field_selector: FieldSelectorLike | None, limit: int | None,
-                     resource_version: str | None) -> AsyncIterator[dict[str, Any]]:
+                     resource_version: str | None,
+                     metadata_only: bool = False) -> AsyncIterator[dict[str, Any]]:
         token: str | None = None
         while True:
             page = await self.list(resource, namespace, label_selector=label_selector,
                                    field_selector=field_selector, limit=limit, continue_=token,
-                                   resource_version=None if token else resource_version)
+                                   resource_version=None if token else resource_version,
+                                   metadata_only=metadata_only)
             for item in page.get("items") or ():
                 item.setdefault("apiVersion", resource.api_version)
                 item.setdefault("kind", resource.kind)

@@ -36,7 +36,14 @@ from yarl import URL
 
 from ._client_retry import RetryPolicy
 from ._clock import Clock
-from ._errors import APIConnectionError, APIError, APITimeoutError, error_from_response
+from ._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    describe_error,
+    error_from_response,
+)
+from ._logging import RepeatFilter
 
 __all__ = ["ClientStatistics", "RequestRecord", "Transport", "request_labels"]
 
@@ -151,6 +158,7 @@ class Transport:
         self.configuration = configuration
         self.host = str(configuration.host).rstrip("/")
         self._clock = clock
+        self._repeats = RepeatFilter(clock=clock)
         self._user_agent = user_agent
         self._retry = retry
         self._timeout = aiohttp.ClientTimeout(total=timeout)
@@ -173,8 +181,9 @@ class Transport:
             self._http = _new_session(self.configuration, self.host)
         return self._http
 
-    async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": self._user_agent}
+    async def _headers(self, content_type: str | None,
+                       accept: str | None = None) -> dict[str, str]:
+        headers = {"Accept": accept or "application/json", "User-Agent": self._user_agent}
         token = await self.configuration.get_api_key_with_prefix("BearerToken")
         if token:
             headers["Authorization"] = token
@@ -217,11 +226,13 @@ class Transport:
     # -- requests ---------------------------------------------------------------------------
 
     async def request(self, method: str, path: str, *, params: Params | None = None,
-                      body: Any = None, content_type: str | None = None) -> dict[str, Any]:
+                      body: Any = None, content_type: str | None = None,
+                      accept: str | None = None) -> dict[str, Any]:
         """Send one request (with retries) and return its decoded JSON answer.
 
         ``body`` is serialized with orjson unless it is already ``bytes``;
-        ``content_type`` defaults to ``application/json`` when there is a body.
+        ``content_type`` defaults to ``application/json`` when there is a body;
+        ``accept`` to ``application/json``.
         """
         method = method.upper()
         labels = request_labels(method, path, params)
@@ -236,7 +247,8 @@ class Transport:
             status: int | None = None
             error: Exception
             try:
-                status, raw, headers = await self._send(method, url, query, data, content_type)
+                status, raw, headers = await self._send(method, url, query, data, content_type,
+                                                        accept)
             except APIConnectionError as err:
                 error = err
             else:
@@ -251,15 +263,17 @@ class Transport:
                 if retry:
                     error.add_note(f"(after {retry} {'retry' if retry == 1 else 'retries'})")
                 raise error
-            log.info("retrying %s %s in %.2fs (retry %d of %d) after: %s", method, path, delay,
-                     retry + 1, self._retry.max_retries, error)
+            self._repeats.log(log, logging.INFO, (labels, type(error)),
+                              "retrying %s %s in %.2fs (retry %d of %d) after: %s", method, path,
+                              delay, retry + 1, self._retry.max_retries, describe_error(error))
             retry += 1
             await self._clock.sleep(delay)
 
     async def _send(self, method: str, url: str, query: dict[str, str], data: bytes | None,
-                    content_type: str | None) -> tuple[int, bytes, Mapping[str, str]]:
+                    content_type: str | None, accept: str | None
+                    ) -> tuple[int, bytes, Mapping[str, str]]:
         session, extra = self._session()
-        headers = await self._headers(content_type)
+        headers = await self._headers(content_type, accept)
         try:
             async with session.request(method, url, params=query, data=data, headers=headers,
                                        timeout=self._timeout, **extra) as resp:
@@ -271,7 +285,7 @@ class Transport:
             raise wrapped from err
 
     async def open_stream(self, path: str, params: Params | None = None, *,
-                          inactivity_timeout: float | None = 70.0
+                          inactivity_timeout: float | None = 70.0, accept: str | None = None
                           ) -> aiohttp.ClientResponse:
         """Open a streaming ``GET`` (a watch) and return aiohttp's response, status 200.
 
@@ -287,7 +301,7 @@ class Transport:
         labels = request_labels("GET", path, params)
         url = self.host + path
         session, extra = self._session()
-        headers = await self._headers(None)
+        headers = await self._headers(None, accept)
         stream_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
                                                sock_read=inactivity_timeout)
         start = self._clock.monotonic()

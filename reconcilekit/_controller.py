@@ -28,6 +28,7 @@ that user code makes during a reconcile get them from
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
@@ -37,8 +38,16 @@ import anyio.abc
 
 from ._cache import Cache
 from ._clock import Clock, SystemClock
+from ._errors import (
+    APIConnectionError,
+    APIError,
+    Conflict,
+    ServerError,
+    TooManyRequests,
+    describe_error,
+)
 from ._informer import EventHandler
-from ._logging import log_context
+from ._logging import RepeatFilter, log_context
 from ._mappers import Mapper
 from ._objects import Resource
 from ._predicates import Predicate
@@ -92,6 +101,8 @@ class Controller:
         self.queue: WorkQueue[Request] = WorkQueue(name=name, rate_limiter=rate_limiter,
                                                     clock=clock, metrics=queue_metrics)
         self._in_flight = 0
+        self._repeats = RepeatFilter(clock=clock)
+        self._tracebacks = RepeatFilter(window=math.inf, clock=clock)
         self._stopped = anyio.Event()
         self._backlog: deque[Request] = deque()
         self._window = 2 * max_concurrent_reconciles
@@ -194,7 +205,7 @@ class Controller:
         if metrics is not None:
             metrics.worker_started()
         outcome = "error"
-        extra = {"controller": self.name, "key": str(request)}
+        extra: dict[str, object] = {"controller": self.name, "key": str(request)}
         with log_context(self.name, str(request)):
             try:
                 result = await self._call(request)
@@ -204,10 +215,9 @@ class Controller:
                 if metrics is not None:
                     metrics.terminal_error()
                     metrics.error()
-            except Exception:
-                logger.exception("reconcile failed; retrying with backoff (%d so far)",
-                                 self.queue.num_requeues(request), extra=extra)
-                self.queue.add_rate_limited(request)
+            except Exception as err:
+                delay = self.queue.add_rate_limited(request)
+                self._log_failure(request, err, delay, extra)
                 if metrics is not None:
                     metrics.error()
             else:
@@ -239,6 +249,41 @@ class Controller:
             raise TypeError(f"reconcile must return a Result, not {type(result).__name__} "
                             "(use Result.done() or Result.requeue_after(seconds))")
         return result
+
+    def _log_failure(self, request: Request, err: Exception, delay: float | None,
+                     extra: dict[str, object]) -> None:
+        """One line per failure; a traceback only for what is not an API answer or outage.
+
+        A Conflict is routine (INFO: the retry reads the cache, which has caught
+        up); other API errors and lost connections are weather (WARNING, the
+        same one repeating within a minute counted, not repeated: per key, or
+        across keys for an outage: no connection, 5xx, 429); anything else
+        is a bug, in the reconciler or here: its traceback is logged the first
+        time per key, one line after that.
+        """
+        attempt = self.queue.num_requeues(request)
+        retry = "not retried: shutting down" if delay is None else f"retrying in {delay:.2f}s"
+        what = describe_error(err)
+        if isinstance(err, Conflict):
+            logger.info("reconcile failed (attempt %d): %s; %s", attempt, what, retry,
+                        extra=extra)
+            return
+        if isinstance(err, APIError | APIConnectionError):
+            # An outage fails every key alike: one line a minute for all of them.
+            outage = isinstance(err, APIConnectionError | ServerError | TooManyRequests)
+            key = (type(err), getattr(err, "status", 0)) if outage else (
+                request, type(err), err.args)
+            self._repeats.log(logger, logging.WARNING, key,
+                              "reconcile failed (attempt %d): %s; %s", attempt, what, retry,
+                              extra=extra)
+            return
+        signature = (request, type(err), str(err))
+        if not self._tracebacks.log(logger, logging.ERROR, signature,
+                                    "reconcile failed (attempt %d): %s; %s", attempt, what,
+                                    retry, extra=extra, exc_info=err):
+            self._repeats.log(logger, logging.ERROR, signature,
+                              "reconcile failed again (attempt %d): %s; %s (traceback "
+                              "logged before)", attempt, what, retry, extra=extra)
 
     def _forget(self, request: Request) -> None:
         retries = self.queue.num_requeues(request)

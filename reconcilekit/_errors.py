@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import aiohttp
 import orjson
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
+    "describe_error",
     "error_from_response",
     "error_from_status",
 ]
@@ -244,6 +246,29 @@ class APITimeoutError(APIConnectionError, TimeoutError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, sent=True)
+
+
+def describe_error(err: BaseException) -> str:
+    """``err`` in plain words for a log line: what went wrong, with no private class names.
+
+    reconcilekit's errors describe themselves; aiohttp's and the operating
+    system's, which a watch body can raise while it is read, are put in words.
+    """
+    if type(err).__module__.startswith("reconcilekit.") and str(err):
+        return str(err)  # reconcilekit's errors describe themselves
+    if isinstance(err, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    if isinstance(err, aiohttp.ClientPayloadError):
+        return "the connection closed in the middle of the answer"
+    if isinstance(err, TimeoutError):
+        return "no data within the read timeout"
+    if isinstance(err, ConnectionError | aiohttp.ClientConnectionError):
+        return f"connection lost ({err or type(err).__name__})"
+    if isinstance(err, ValueError):
+        return f"malformed data from the server ({err})"
+    text = str(err)
+    name = type(err).__name__.lstrip("_")
+    return f"{name}: {text}" if text else name
 
 
 _BY_CODE: dict[int, type[APIError]] = {

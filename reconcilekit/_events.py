@@ -20,7 +20,8 @@ from anyio.abc import TaskStatus
 
 from ._client import Client
 from ._clock import Clock, SystemClock
-from ._errors import AlreadyExists, APIError, NotFound
+from ._errors import AlreadyExists, APIConnectionError, APIError, NotFound, describe_error
+from ._logging import RepeatFilter
 from ._objects import Resource
 
 __all__ = ["EventRecorder", "EventRecorderStatistics"]
@@ -153,6 +154,7 @@ class EventRecorder:
         self.component = component
         self.host = host
         self.clock = clock
+        self._failures = RepeatFilter(clock=clock)  # one line a minute per kind of failure
         self.max_pending = max_pending
         self.window = float(window)
         self.qps = qps
@@ -303,11 +305,13 @@ class EventRecorder:
                          item.involved["name"])
         except Exception as err:
             self._failed += 1
-            logger.warning("%s: could not write event %s %s on %s %s: %s", self.component,
-                           item.type, item.reason, item.involved["kind"],
-                           item.involved["name"], err,
-                           exc_info=not isinstance(err, APIError),
-                           extra={"component": self.component, "reason": item.reason})
+            api = isinstance(err, APIError | APIConnectionError)  # weather, not a bug
+            self._failures.log(logger, logging.WARNING, (type(err), getattr(err, "status", 0)),
+                               "%s: could not write event %s %s on %s %s: %s", self.component,
+                               item.type, item.reason, item.involved["kind"],
+                               item.involved["name"], describe_error(err),
+                               exc_info=None if api else err,
+                               extra={"component": self.component, "reason": item.reason})
 
     async def _create(self, item: _Pending, *, seen: _Seen | None = None) -> None:
         stamp = _timestamp(item.wall)

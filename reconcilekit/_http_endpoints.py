@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +13,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 __all__ = ["EndpointsError", "serve_endpoints", "split_address"]
+
+logger = logging.getLogger("reconcilekit.manager")
 
 
 class EndpointsError(OSError):
@@ -62,7 +65,10 @@ async def serve_endpoints(address: str, registry: CollectorRegistry,
             failure.errno = err.errno
             raise failure from None
         sockets: Any = getattr(site._server, "sockets", None) or ()
-        on_port(int(sockets[0].getsockname()[1]) if sockets else port)
+        bound = int(sockets[0].getsockname()[1]) if sockets else port
+        shown = f"[{host}]" if ":" in host else host
+        logger.info("serving /metrics, /healthz and /readyz on http://%s:%d", shown, bound)
+        on_port(bound)
         task_status.started()
         await anyio.sleep_forever()
     finally:

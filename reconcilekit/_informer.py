@@ -111,8 +111,8 @@ class Informer:
                  label_selector: str | None = None, field_selector: str | None = None,
                  transform: Transform | None = strip_managed_fields,
                  resync_period: float | None = None, relist_period: float | None = None,
-                 inactivity_timeout: float = 300.0,
-                 min_watch_timeout: float = 300.0, clock: Clock = _SYSTEM_CLOCK,
+                 liveness_timeout: float = 60.0, metadata_only: bool = False,
+                 clock: Clock = _SYSTEM_CLOCK,
                  backoff: Backoff | None = None) -> None:
         self.resource = resource
         self.store = Store()
@@ -125,8 +125,8 @@ class Informer:
         self.version_observers: list[Callable[[ObjectKey, str], None]] = []
         self.watcher = Watcher(client, resource, namespace=namespace,
                                label_selector=label_selector, field_selector=field_selector,
-                               inactivity_timeout=inactivity_timeout,
-                               min_watch_timeout=min_watch_timeout,
+                               liveness_timeout=liveness_timeout,
+                               metadata_only=metadata_only,
                                relist_period=relist_period, clock=clock,
                                backoff=backoff)
 

@@ -87,7 +87,7 @@ import anyio
 
 from ._client import Client
 from ._clock import Clock, SystemClock
-from ._errors import AlreadyExists, APIConnectionError, APIError, NotFound
+from ._errors import AlreadyExists, APIConnectionError, APIError, NotFound, describe_error
 from ._objects import Resource
 
 __all__ = ["LEASES", "LeaderElectionStatistics", "LeaderElector", "LeadershipLost"]
@@ -281,8 +281,9 @@ class LeaderElector:
             while (left := self._renewed_at + self._renew_deadline
                    - self._clock.monotonic()) > 0:
                 await self._clock.sleep(left)
-            give_up(f"no renewal succeeded for {self._renew_deadline}s"
-                    f" (last error: {self._last_error})", scope)
+            last = (f"last error: {self._last_error}" if self._last_error
+                    else "the last attempt is still unanswered")
+            give_up(f"no renewal succeeded for {self._renew_deadline:g}s ({last})", scope)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(renew, tg.cancel_scope)
@@ -324,7 +325,7 @@ class LeaderElector:
             outcome = await self._try_acquire_or_renew()
         except (APIError, APIConnectionError) as exc:
             outcome = _Outcome.FAILED
-            self._last_error = f"{type(exc).__name__}: {exc}"
+            self._last_error = describe_error(exc)
         if outcome is _Outcome.FAILED:
             self._failures += 1
             logger.debug("%s: attempt on lease %s/%s failed: %s", self._identity,
@@ -340,7 +341,7 @@ class LeaderElector:
             try:
                 await self._write(renewal, self._lease)
             except (APIError, APIConnectionError) as exc:
-                self._last_error = f"{type(exc).__name__}: {exc}"
+                self._last_error = describe_error(exc)
             else:
                 self._renewals += 1
                 return _Outcome.HELD

@@ -166,6 +166,8 @@ class Manager:
         try:
             async with anyio.create_task_group() as tg:
                 await self._run(tg, task_status)
+            if self._stop.is_set():
+                logger.info("shutdown complete")
         except BaseExceptionGroup as group:
             for expected in (LeadershipLost, CacheSyncTimeout, EndpointsError):
                 found = _first(group, expected)

@@ -347,8 +347,8 @@ class CacheMetricsCollector(Collector):
                                        "Watches started again after the first one, per resource",
                                        labels=labels)
         dead = CounterMetricFamily("reconcilekit_dead_watches",
-                                   "Watches restarted after staying silent past the inactivity "
-                                   "timeout, per resource", labels=labels)
+                                   "Watches abandoned because their connection outlived the "
+                                   "server's timeout, per resource", labels=labels)
         age = GaugeMetricFamily("reconcilekit_cache_last_event_age_seconds",
                                 "Seconds since the last watch event or bookmark, per resource",
                                 labels=labels)

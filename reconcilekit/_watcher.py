@@ -7,21 +7,33 @@ Expected flow:
 1. List the resource (paginated) and hand the complete list to the sink's
    ``replace`` with the list's resourceVersion: the sink converges to it.
 2. Watch from that resourceVersion with bookmarks and a randomized
-   ``timeoutSeconds`` (so watches of many controllers do not expire together).
-   Every ADDED/MODIFIED/DELETED goes to the sink's ``apply``; every event and
-   BOOKMARK advances the resume point.
-3. When the watch ends cleanly (server timeout, closed connection) watch
-   again from the resume point: no relist.
+   ``timeoutSeconds`` between a half and three quarters of
+   ``liveness_timeout`` (so watches of many controllers do not expire
+   together). Every ADDED/MODIFIED/DELETED goes to the sink's ``apply``;
+   every event and BOOKMARK advances the resume point.
+3. When the watch ends cleanly (the server's timeout, a closed connection)
+   watch again from the resume point: no relist, nothing logged above DEBUG.
 4. When the server says the resume point is too old (410 Gone/Expired, as an
    ERROR event or an HTTP status) relist: step 1 again.
 5. On any other failure (connection refused, 5xx, 403, a malformed line)
    wait with exponential backoff and jitter (0.8 s doubling to 30 s, reset
    after 2 minutes without failure, as client-go's reflector), then resume;
    after a failed list, list again.
-6. If no event and no bookmark arrives within ``inactivity_timeout`` the
-   watch is presumed dead (a proxy that keeps the socket open but forwards
-   nothing), it is abandoned and resumed like a failure.
-7. With ``relist_period`` set, a complete list is made again at least that
+6. A watch still open ``liveness_timeout`` seconds after it was opened is
+   dead: the server promised to end it at its ``timeoutSeconds``, so the
+   connection no longer carries what the server sends (a peer gone without
+   a FIN, a proxy that keeps the socket open but forwards nothing). It is
+   abandoned and resumed like a failure. A quiet resource is not a dead
+   watch: kube-apiserver sends no BOOKMARK on a type that has had no event
+   since it started, so silence alone proves nothing; an unanswered promise
+   to close does. A dead connection is found within ``liveness_timeout``
+   (60 s by default) of going dead, whatever the resource's traffic.
+7. With ``metadata_only`` the list and the watch ask the server for
+   ``PartialObjectMetadata`` (what client-go's metadata informers ask for):
+   the answers carry no spec, status or data, which saves the bytes, the
+   parsing and the memory of the rest; the sink gets them named as the
+   resource (apiVersion and kind), as controller-runtime names them.
+8. With ``relist_period`` set, a complete list is made again at least that
    often (the watch is rotated to end in time): a change whose event was
    lost on a healthy watch, which no 410 would ever reveal, is repaired
    within that period. client-go has no such option; it costs one list per
@@ -38,6 +50,10 @@ Guarantees:
 Assumptions: the sink's methods are synchronous and do not raise (an
 exception from the sink is logged and ends that watch, which is then
 resumed; the next relist repairs whatever it missed).
+
+Log: a failure is one WARNING line naming the resource, the error and the
+next attempt; the same failure again within a minute is counted, not
+repeated.
 
 Time: backoff, watch rotation and dead-watch detection use the injected
 clock, so tests drive them with :class:`reconcilekit.testing.FakeClock`.
@@ -56,12 +72,13 @@ import aiohttp
 import anyio
 import orjson
 
-from ._client import Client
+from ._client import PARTIAL_OBJECT_METADATA, Client
 from ._clock import Clock, SystemClock
-from ._errors import APIConnectionError, APIError, Gone, error_from_status
+from ._errors import APIConnectionError, APIError, Gone, describe_error, error_from_status
+from ._logging import RepeatFilter
 from ._objects import Resource
 
-__all__ = ["Backoff", "WatchSink", "Watcher", "WatcherStatistics"]
+__all__ = ["Backoff", "DeadWatchError", "WatchSink", "Watcher", "WatcherStatistics"]
 
 logger = logging.getLogger("reconcilekit.watcher")
 _SYSTEM_CLOCK: Final = SystemClock()
@@ -117,8 +134,8 @@ class WatcherStatistics:
     last_error: str | None
 
 
-class _DeadWatch(Exception):
-    """No event or bookmark within the inactivity window."""
+class DeadWatchError(Exception):
+    """The watch connection outlived the server's promise to close it."""
 
 
 class Watcher:
@@ -130,11 +147,14 @@ class Watcher:
 
     def __init__(self, client: Client, resource: Resource, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
-                 page_size: int = 500, min_watch_timeout: float = 300.0,
-                 inactivity_timeout: float = 300.0, relist_period: float | None = None,
+                 page_size: int = 500, liveness_timeout: float = 60.0,
+                 relist_period: float | None = None, metadata_only: bool = False,
                  clock: Clock = _SYSTEM_CLOCK, backoff: Backoff | None = None) -> None:
-        if inactivity_timeout <= 0 or min_watch_timeout <= 0 or page_size <= 0:
-            raise ValueError("page_size, min_watch_timeout and inactivity_timeout must be > 0")
+        if page_size <= 0:
+            raise ValueError(f"page_size must be > 0, got {page_size}")
+        if liveness_timeout < 4:
+            raise ValueError("liveness_timeout must be at least 4 seconds (watches last half "
+                             f"to three quarters of it), got {liveness_timeout}")
         if relist_period is not None and relist_period <= 0:
             raise ValueError(f"relist_period must be > 0 seconds, got {relist_period}")
         self.relist_period = relist_period
@@ -145,8 +165,8 @@ class Watcher:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.page_size = page_size
-        self.min_watch_timeout = min_watch_timeout
-        self.inactivity_timeout = inactivity_timeout
+        self.liveness_timeout = liveness_timeout
+        self.metadata_only = metadata_only
         self.clock = clock
         self.backoff = backoff or Backoff(clock=clock)
         self._rv: str | None = None
@@ -155,6 +175,8 @@ class Watcher:
         self._watching = False
         self._dead_flag = False
         self._last_error: str | None = None
+        self._failures = RepeatFilter(clock=clock)
+        self._failing = 0  # failures since the last list or watch that worked
 
     def statistics(self) -> WatcherStatistics:
         return WatcherStatistics(self._lists, self._watches, self._restarts, self._dead,
@@ -164,46 +186,57 @@ class Watcher:
     async def run(self, sink: WatchSink) -> None:
         """List and watch into ``sink`` until cancelled."""
         while True:
+            listing = self._rv is None or self._relist_due()
             try:
-                if self._rv is None or self._relist_due():
+                if listing:
                     await self._list(sink)
+                    listing = False
                 await self._watch(sink)
                 self._last_error = None
             except Gone as err:
                 logger.info("%s: resume point %s expired (%s); relisting",
-                            self.resource, self._rv, err.message)
+                            self.resource, self._rv, err.message,
+                            extra={"resource": str(self.resource)})
                 self._rv = None
             except (APIError, APIConnectionError, aiohttp.ClientError, OSError,
-                    TimeoutError, ValueError, _DeadWatch) as err:
+                    TimeoutError, ValueError, DeadWatchError) as err:
                 self._restarts += 1
-                self._last_error = f"{type(err).__name__}: {err}"
+                self._last_error = describe_error(err)
                 delay = self.backoff.next_delay()
-                logger.warning("%s: %s; retrying in %.1fs (resume point %s)",
-                               self.resource, self._last_error, delay, self._rv,
-                               extra={"resource": str(self.resource)})
+                self._failing += 1
+                what = "list" if listing else "watch"
+                self._failures.log(logger, logging.WARNING, (what, self._last_error),
+                                   "%s: %s failed (attempt %d): %s; retrying in %.1fs",
+                                   self.resource, what, self._failing, self._last_error, delay,
+                                   extra={"resource": str(self.resource)})
                 await self.clock.sleep(delay)
             except Exception as err:  # a sink (handler) bug must not end the watcher
                 self._restarts += 1
-                self._last_error = f"{type(err).__name__}: {err}"
+                self._last_error = describe_error(err)
                 delay = self.backoff.next_delay()
                 logger.exception("%s: unexpected error; relisting in %.1fs", self.resource,
-                                 delay)
+                                 delay, extra={"resource": str(self.resource)})
                 self._rv = None
                 await self.clock.sleep(delay)
 
     async def _list(self, sink: WatchSink) -> None:
         listed = await self.client.list_all(
             self.resource, self.namespace, label_selector=self.label_selector,
-            field_selector=self.field_selector, limit=self.page_size)
+            field_selector=self.field_selector, limit=self.page_size,
+            metadata_only=self.metadata_only)
         rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-        kind = self.resource.kind
+        kind, api_version = self.resource.kind, self.resource.api_version
         items = listed.get("items") or []
-        for item in items:  # list items of built-in kinds come without kind/apiVersion
-            item.setdefault("apiVersion", self.resource.api_version)
-            item.setdefault("kind", kind)
+        if self.metadata_only:  # PartialObjectMetadata: named as what they describe
+            for item in items:
+                item["apiVersion"], item["kind"] = api_version, kind
+        else:
+            for item in items:  # list items of built-in kinds come without kind/apiVersion
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
         self._lists += 1
         self._listed_at = self.clock.monotonic()
-        self._last_error = None
+        self._last_error, self._failing = None, 0
         self._touch()
         sink.replace(items, rv)
         self._rv = rv
@@ -216,7 +249,7 @@ class Watcher:
         self._last_activity = self.clock.monotonic()
 
     async def _watch(self, sink: WatchSink) -> None:
-        timeout = int(self.min_watch_timeout * (1 + random.random()))
+        timeout = max(1, int(self.liveness_timeout * (0.5 + random.random() / 4)))
         if self.relist_period is not None:  # end the watch when the next list is due
             left = self.relist_period - (self.clock.monotonic() - self._listed_at)
             timeout = max(1, min(timeout, math.ceil(left)))
@@ -228,15 +261,18 @@ class Watcher:
             params["fieldSelector"] = self.field_selector
         path = self.resource.path(self.namespace)
         self._watches += 1
+        opened = self.clock.monotonic()
         response = await self.client.open_stream(
-            path, params, inactivity_timeout=self.inactivity_timeout + 30.0)
+            path, params, inactivity_timeout=self.liveness_timeout + 30.0,
+            accept=PARTIAL_OBJECT_METADATA if self.metadata_only else None)
         self._watching = True
-        self._last_error = None
+        self._last_error, self._failing = None, 0
         self._touch()
         try:
             try:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._watchdog, tg.cancel_scope)
+                    tg.start_soon(self._watchdog, opened + self.liveness_timeout,
+                                  tg.cancel_scope)
                     async for line in _lines(response):
                         self._handle(sink, line)
                     tg.cancel_scope.cancel()
@@ -244,16 +280,19 @@ class Watcher:
                 raise _only(group) from None
             if self._dead_flag:
                 self._dead += 1
-                raise _DeadWatch(f"no event or bookmark for {self.inactivity_timeout:.0f}s")
+                raise DeadWatchError(
+                    f"the connection went dead: still open {self.liveness_timeout:.0f}s after "
+                    f"it was opened, though the server was to close it after {timeout}s")
+            logger.debug("%s: watch ended after %.1fs; resuming from %s", self.resource,
+                         self.clock.monotonic() - opened, self._rv)
         finally:
             self._watching = False
             self._dead_flag = False
             response.release()
 
-    async def _watchdog(self, scope: anyio.CancelScope) -> None:
+    async def _watchdog(self, deadline: float, scope: anyio.CancelScope) -> None:
         while True:
-            assert self._last_activity is not None
-            left = self._last_activity + self.inactivity_timeout - self.clock.monotonic()
+            left = deadline - self.clock.monotonic()
             if left <= 0:
                 self._dead_flag = True
                 scope.cancel()
@@ -278,6 +317,8 @@ class Watcher:
         if type_ not in ("ADDED", "MODIFIED", "DELETED"):
             raise ValueError(f"unknown watch event type {type_!r}")
         self._events += 1
+        if self.metadata_only:
+            obj["apiVersion"], obj["kind"] = self.resource.api_version, self.resource.kind
         sink.apply(type_, obj)
         if rv:
             self._rv = str(rv)

@@ -176,8 +176,11 @@ class WorkQueue(Generic[K]):
             self._metrics.on_retry()
         self._add_after(key, seconds, rate_limited=False)
 
-    def add_rate_limited(self, key: K) -> None:
+    def add_rate_limited(self, key: K) -> float | None:
         """``add_after(key, rate_limiter.when(key))``, counting at most one failure per attempt.
+
+        Returns the delay the key was scheduled with, or None when nothing was
+        added (the cases below).
 
         Does nothing, and records no failure, after shutdown, when ``key`` is
         pending (ready, or added while held), or when it is waiting from an
@@ -188,14 +191,16 @@ class WorkQueue(Generic[K]):
         ``add_after`` (a requeue) does count, and the earlier deadline wins.
         """
         if self._closed:
-            return
+            return None
         if self._delays.index:
             self._promote_due()
         if key in self._dirty or self._delays.is_rate_limited(key):
-            return
+            return None
         if self._metrics is not None:
             self._metrics.on_retry()
-        self._add_after(key, self._limiter.when(key), rate_limited=True)
+        delay = self._limiter.when(key)
+        self._add_after(key, delay, rate_limited=True)
+        return delay
 
     def _add_after(self, key: K, seconds: float, *, rate_limited: bool) -> None:
         if seconds <= 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -12,8 +13,10 @@ import anyio.lowlevel
 import pytest
 
 from reconcilekit import (
+    APIConnectionError,
     Cache,
     Client,
+    Conflict,
     Controller,
     ItemExponentialFailureRateLimiter,
     Reconciler,
@@ -175,6 +178,57 @@ async def test_a_raising_reconcile_does_not_stop_others_and_terminal_is_not_retr
                for r in records)
     assert any("permanently" in r.getMessage() and getattr(r, "controller", "") == "mixed"
                for r in records)
+
+
+async def test_failures_are_logged_by_kind_one_line_each_and_repeats_counted(
+        apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    """A Conflict is INFO; an API error or lost connection is one WARNING line, the same
+    one within a minute counted (an outage across keys too); a bug (anything else) gets
+    its traceback once per key, then one line. Every line names the attempt and the next
+    retry."""
+    ns = apiserver.namespace
+    conflict = Conflict("the object has been modified", status=409, reason="Conflict")
+    outage = APIConnectionError("GET https://k8s/api/v1/pods: cannot connect", sent=False)
+    outcomes: dict[str, Any] = {"raced": conflict, "outage": outage, "outage-too": outage,
+                                "buggy": KeyError("spec")}
+
+    def behaviour(request: Request, n: int) -> Any:
+        return outcomes.get(request.name) if n <= 4 else None
+
+    clock = FakeClock()
+    limiter: ItemExponentialFailureRateLimiter[Request] = ItemExponentialFailureRateLimiter(
+        base_delay=1.0, max_delay=1.0)
+    reconciler = Recording(behaviour)
+    cache = Cache(client, namespace=ns, clock=clock)
+    controller = Controller("logs", reconciler, cache, rate_limiter=limiter, clock=clock)
+    controller.watch(CONFIGMAPS, enqueue_object)
+    caplog.set_level(logging.INFO, logger="reconcilekit.controller")
+    async with running(cache, controller):
+        for name in outcomes:
+            await client.create(CONFIGMAPS, cm(name), ns)
+        for attempt in range(1, 6):  # four failures each, a second apart, then success
+            await eventually(lambda a=attempt: all(reconciler.calls[n] == a for n in outcomes))
+            clock.advance(1)
+        await eventually(lambda: controller.queue.statistics().waiting == 0)
+    lines: dict[str, list[logging.LogRecord]] = {name: [] for name in outcomes}
+    for r in caplog.records:
+        if r.name == "reconcilekit.controller" and (name := getattr(r, "key", "")[len(ns) + 1:]):
+            lines[name].append(r)
+    raced, buggy = lines["raced"], lines["buggy"]
+    down = lines["outage"] + lines["outage-too"]  # one outage: one line for both keys
+    assert [(r.levelno, bool(r.exc_info)) for r in raced] == [(logging.INFO, False)] * 4
+    assert raced[0].getMessage() == ("reconcile failed (attempt 1): 409 Conflict: the object "
+                                     "has been modified; retrying in 1.00s")
+    assert [(r.levelno, bool(r.exc_info)) for r in down] == [(logging.WARNING, False)]
+    assert "(attempt 1): GET https://k8s/api/v1/pods: cannot connect; retrying" in (
+        down[0].getMessage())
+    assert [(r.levelno, bool(r.exc_info)) for r in buggy] == [
+        (logging.ERROR, True), (logging.ERROR, False)]
+    assert buggy[0].getMessage() == "reconcile failed (attempt 1): KeyError: 'spec'; " \
+                                    "retrying in 1.00s"
+    assert "again (attempt 2)" in buggy[1].getMessage()
+    assert "traceback logged before" in buggy[1].getMessage()
+    assert all(getattr(r, "controller", "") == "logs" for rs in lines.values() for r in rs)
 
 
 async def test_reconcile_timeout_cancels_and_retries(apiserver: Cluster, client: Client

@@ -3,12 +3,16 @@
 These run against the ``apiserver`` fixture (a real cluster too, where the
 fault-injection tests skip). Waiting for the informer to catch up is a
 bounded poll on its state, never a sleep standing in for a timeout; the
-dead-watch and backoff timings run on a FakeClock.
+dead-watch and backoff timings run on a FakeClock. The one test that waits
+for watches to end waits for the server's timeoutSeconds, which no client
+clock can drive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -211,25 +215,125 @@ async def test_label_filtered_informer_follows_objects_in_and_out(
     assert ("delete", "a", None) in recorder.events
 
 
-async def test_a_silent_watch_is_detected_and_restarted(
+class StallingProxy:
+    """A TCP proxy to the API server that can black-hole its open connections.
+
+    ``stall()`` makes every connection open at that moment stop forwarding in
+    both directions without closing (the peer's kernel still acknowledges, so
+    TCP keepalive would not notice); connections opened later go through.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        scheme, _, hostport = upstream.partition("://")
+        self._scheme = scheme
+        self._host, port = hostport.rstrip("/").rsplit(":", 1)
+        self._port = int(port)
+        self.url = ""
+        self._server: asyncio.Server | None = None
+        self._open: list[asyncio.Event] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> StallingProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"{self._scheme}://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def stall(self) -> None:
+        for stalled in self._open:
+            stalled.set()
+        self._open.clear()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(self._host, self._port)
+        stalled = asyncio.Event()
+        self._open.append(stalled)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while (data := await src.read(65536)) and not stalled.is_set():
+                    dst.write(data)
+                    await dst.drain()
+                if stalled.is_set():
+                    await asyncio.Event().wait()  # hold the socket open, forward nothing
+            except OSError:
+                pass
+            finally:
+                dst.close()
+
+        for task in (asyncio.ensure_future(pipe(reader, up_writer)),
+                     asyncio.ensure_future(pipe(up_reader, writer))):
+            self._tasks.add(task)
+
+
+async def test_an_idle_watch_ends_at_the_server_timeout_and_resumes_quietly(
         apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    """A resource with no traffic (kube-apiserver sends it no BOOKMARK at all) is not a
+    dead watch: each watch ends at its timeoutSeconds and resumes, logged at DEBUG only."""
+    caplog.set_level(logging.DEBUG, logger="reconcilekit")
+    informer = Informer(client, SECRETS, namespace=apiserver.namespace, liveness_timeout=8)
+    async with running(informer):  # watches of 4-6 s on the server's clock
+        await eventually(lambda: informer.watcher.statistics().watches >= 3, within=30)
+    stats = informer.statistics()
+    assert (stats.watch_restarts, stats.dead_watches, stats.relists) == (0, 0, 0)
+    assert [r.getMessage() for r in caplog.records if r.levelno > logging.DEBUG] == []
+    assert "watch ended after" in caplog.text
+
+
+async def test_a_black_holed_watch_connection_is_found_within_the_bound(
+        apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    """A connection that stops carrying anything without closing is abandoned once it
+    outlives the server's promise to end the watch (60 s by default), in one WARNING line,
+    and the watch resumes where it was: the event sent into the black hole is not lost."""
     ns = apiserver.namespace
     clock = FakeClock()
-    informer = Informer(client, CONFIGMAPS, namespace=ns, clock=clock, inactivity_timeout=30)
+    async with StallingProxy(apiserver.configuration.host) as proxy:
+        configuration = copy.copy(apiserver.configuration)
+        configuration.host = proxy.url
+        async with Client(configuration) as via_proxy:
+            informer = Informer(via_proxy, CONFIGMAPS, namespace=ns, clock=clock)
+            async with running(informer):
+                await eventually(lambda: informer.statistics().watching)
+                proxy.stall()
+                await client.create(CONFIGMAPS, cm("late"), ns)
+                clock.advance(59)
+                await anyio.sleep(0.2)  # a chance to (wrongly) act before the bound
+                assert informer.statistics().dead_watches == 0
+                clock.advance(1)
+                await eventually(lambda: informer.statistics().dead_watches == 1)
+                await eventually(lambda: clock.sleepers > 0)
+                clock.advance(60)  # past the backoff: a new connection, through the proxy
+                await eventually(lambda: names(informer) == ["late"])
+    assert informer.statistics().relists == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("configmaps/v1: watch failed (attempt 1): the connection "
+                                  "went dead: still open 60s after it was opened")
+    assert "_" not in warnings[0].split(":")[0]
+
+
+async def test_a_metadata_informer_gets_metadata_from_the_server(
+        apiserver: Cluster, client: Client) -> None:
+    """With no client-side projection at all (transform=None), the store holds no data:
+    the server sent PartialObjectMetadata on the list and on the watch. Stored objects are
+    named as the resource they describe, as controller-runtime names them."""
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("listed", {"app": "x"}, big="x" * 1000), ns)
+    informer = Informer(client, CONFIGMAPS, namespace=ns, transform=None, metadata_only=True)
     async with running(informer):
-        await eventually(lambda: informer.statistics().watching)
-        apiserver.faults.pause_events()  # the connection stays open, nothing arrives
-        await client.create(CONFIGMAPS, cm("late"), ns)
-        clock.advance(31)
-        await eventually(lambda: informer.statistics().dead_watches == 1)
-        await eventually(lambda: clock.sleepers > 0)
-        clock.advance(60)  # past the restart backoff
-        await eventually(lambda: informer.watcher.statistics().watches == 2)
-        apiserver.faults.resume_events()
-        await eventually(lambda: names(informer) == ["late"])
-    stats = informer.statistics()
-    assert stats.watch_restarts == 1 and stats.dead_watches == 1
-    assert "no event or bookmark for 30s" in caplog.text
+        await client.create(CONFIGMAPS, cm("watched", big="y" * 1000), ns)
+        await eventually(lambda: names(informer) == ["listed", "watched"])
+    for obj in informer.store.list():
+        assert set(obj) == {"apiVersion", "kind", "metadata"}, obj
+        assert (obj["apiVersion"], obj["kind"]) == ("v1", "ConfigMap")
+    listed = informer.store.get(ObjectKey(ns, "listed"))
+    assert listed is not None and listed["metadata"]["labels"] == {"app": "x"}
 
 
 async def test_list_failures_back_off_on_the_clock_and_recover(apiserver: Cluster,
@@ -361,7 +465,7 @@ async def test_relist_period_repairs_an_event_lost_on_a_healthy_watch(
     await client.create(CONFIGMAPS, cm("a", v="1"), ns)
     clock = FakeClock()
     informer = Informer(client, CONFIGMAPS, namespace=ns, clock=clock, relist_period=600,
-                        inactivity_timeout=10_000)
+                        liveness_timeout=10_000)
     async with running(informer):
         apiserver.faults.drop_events("configmaps", 1)
         await client.patch(CONFIGMAPS, "a", {"data": {"v": "lost"}}, ns)

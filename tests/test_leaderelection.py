@@ -149,7 +149,7 @@ async def test_standby_takes_over_only_after_lease_duration_without_renewals(
     assert spec["acquireTime"] == spec["renewTime"] == candidates.wall()
     assert candidates.changes["b"] == [True]
     # The stalled leader, resuming, steps down at once: its last renewal is too old.
-    with pytest.raises(LeadershipLost, match=r"no renewal succeeded for 10\.0s"):
+    with pytest.raises(LeadershipLost, match=r"no renewal succeeded for 10s"):
         await a.hold()
     assert not a.is_leader and candidates.changes["a"] == [True, False]
 
@@ -245,11 +245,11 @@ async def test_hold_raises_when_renewals_fail_for_renew_deadline(
         while not lost:
             assert a.is_leader, "gave up before renew_deadline"
             await tick(clock, 2, done=lambda: bool(lost))
-    assert lost[0][0] == 10.0 and "no renewal succeeded for 10.0s" in lost[0][1]
+    assert lost[0][0] == 10.0 and "no renewal succeeded for 10s" in lost[0][1]
     assert not a.is_leader and candidates.changes["a"] == [True, False]
     stats = a.statistics()
     assert stats.failed_attempts >= 4 and stats.renewals == 0
-    assert stats.last_error is not None and "ServerError" in stats.last_error
+    assert stats.last_error is not None and "500 InternalError" in stats.last_error
     assert (await candidates.spec())["holderIdentity"] == "a"  # left to expire
 
 

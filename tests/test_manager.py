@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import os
 import signal
 import subprocess
@@ -69,9 +70,10 @@ def cm(name: str, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
 
 
-async def test_a_users_controller_runs_end_to_end_with_metrics(apiserver: Cluster,
-                                                               client: Client) -> None:
+async def test_a_users_controller_runs_end_to_end_with_metrics(
+        apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
     ns = apiserver.namespace
+    caplog.set_level(logging.INFO, logger="reconcilekit")
     manager = Manager(client, namespace=ns, http_addr="127.0.0.1:0")
     manager.controller().for_(CONFIGMAPS).owns(SECRETS).with_options(
         max_concurrent_reconciles=2).complete(ConfigMapToSecret(client, manager.cache))
@@ -112,6 +114,12 @@ async def test_a_users_controller_runs_end_to_end_with_metrics(apiserver: Cluste
                  "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor",
                  "reconcilekit_cache_relists_total", "reconcilekit_watch_restarts_total"):
         assert name in metrics, name
+    # The log of a healthy run: where the endpoints are, start, stop; nothing louder.
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("reconcilekit")]
+    assert f"serving /metrics, /healthz and /readyz on http://127.0.0.1:{manager.http_port}" in (
+        said)
+    assert said[-1] == "shutdown complete"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 async def _equals(value: Any, expected: Any) -> bool:
@@ -162,7 +170,7 @@ async def test_sync_timeout_names_the_missing_resource(client: Client) -> None:
             s.last_error for s in manager.cache.statistics()))
         clock.advance(60)
     assert len(errors) == 1
-    assert "things.nothing.example.com/v1 (last error: NotFound" in str(errors[0])
+    assert "things.nothing.example.com/v1 (last error: 404 NotFound" in str(errors[0])
 
 
 async def test_only_the_leader_reconciles_and_a_standby_takes_over(apiserver: Cluster,

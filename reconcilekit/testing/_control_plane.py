@@ -134,6 +134,7 @@ class _Component:
     def stop(self, grace: float) -> None:
         process = self.process
         if process.poll() is None:
+            _signal_group(process.pid, signal.SIGCONT)  # a paused one cannot take SIGTERM
             _signal_group(process.pid, signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(grace)
@@ -251,7 +252,7 @@ class ControlPlane:
     def _spawn(self, name: str, args: list[str]) -> _Component:
         assert self._dir is not None
         log = self._dir / f"{name}.log"
-        with log.open("wb") as out:
+        with log.open("ab") as out:  # a restarted component goes on with the same log
             process = subprocess.Popen(
                 [str(self._binaries[name]), *args], stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True,
@@ -309,6 +310,58 @@ class ControlPlane:
     def _default_service_account(self) -> bool:
         return _probe(f"{self.url}/api/v1/namespaces/default/serviceaccounts/default",
                            token=self.token, ca_file=self.ca_file)
+
+    # -- faults from outside (chaos) --------------------------------------------------------
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one component (``"kube-apiserver"``, ``"etcd"``,
+        ``"kube-controller-manager"``): no shutdown, connections cut as a crash cuts them."""
+        component = self._component(name)
+        _signal_group(component.process.pid, signal.SIGKILL)
+        component.process.wait()
+
+    async def restart(self, name: str, *, within: float | None = None) -> float:
+        """Start kube-apiserver or kube-controller-manager again (killing it first if it
+        runs) with the same flags, port, certificates and data, and wait until it is
+        ready; returns the seconds that took. etcd cannot be restarted (its ports are
+        chosen at start): :meth:`pause` it instead. ``within`` defaults to the
+        start-up timeout."""
+        spawn = {_APISERVER: self._spawn_apiserver,
+                 _KCM: self._spawn_controller_manager}.get(name)
+        if spawn is None:
+            raise ValueError(f"{name!r} cannot be restarted: only {_APISERVER!r} and "
+                             f"{_KCM!r} can (pause etcd instead)")
+        old = self._component(name)
+        if old.process.poll() is None:
+            self.kill(name)
+        self._components.remove(old)
+        begun = time.monotonic()
+        component = spawn()
+        deadline = begun + (within or self.start_timeout)
+        ready = self._apiserver_ready if name == _APISERVER else (lambda: True)
+        while not await anyio.to_thread.run_sync(ready):
+            component.check_running()
+            if time.monotonic() > deadline:
+                raise component.failed(f"did not become ready again within "
+                                       f"{within or self.start_timeout:g}s")
+            await anyio.sleep(_POLL)
+        return time.monotonic() - begun
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP one component: it holds its connections and answers nothing (a hung
+        etcd, a stalled server) until :meth:`resume`."""
+        _signal_group(self._component(name).process.pid, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        """SIGCONT a component :meth:`pause` stopped."""
+        _signal_group(self._component(name).process.pid, signal.SIGCONT)
+
+    def _component(self, name: str) -> _Component:
+        for component in self._components:
+            if component.name == name:
+                return component
+        names = ", ".join(c.name for c in self._components) or "nothing (not started)"
+        raise ValueError(f"no {name!r} in this control plane; it runs {names}")
 
     # -- stopping ---------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -24,6 +25,7 @@ from .._selectors import FieldSelector, LabelSelector, SelectorError
 from ._decoding import go_base64_decode
 from ._faults import Faults
 from ._lifecycle import Lifecycle
+from ._media import OBJECT, Rendering, partial_object_metadata, rendering
 from ._openapi import V2_PROTOBUF, v2_document, v3_document, v3_root
 from ._registry import Registry
 from ._requests import (
@@ -35,7 +37,7 @@ from ._requests import (
 )
 from ._status import APIError, Cause, DecodeError
 from ._storage import Storage
-from ._tables import table, wants_table
+from ._tables import table
 from ._watch_stream import serve_watch
 from ._writes import DeleteOptions, WriteOptions, Writes, parse_json
 
@@ -58,6 +60,23 @@ def _json_response(body: Any, status: int = 200,
                    headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, content_type=_JSON,
                         headers=headers)
+
+
+# kube-apiserver gzips an answer (not a watch) larger than 128 KiB for a client that
+# accepts gzip, at level 1 (APIResponseCompression, on by default: responsewriters).
+_GZIP_THRESHOLD = 128 * 1024
+
+
+def _compressed(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    if not isinstance(response, web.Response) or response.body is None:
+        return response
+    body = response.body
+    if (not isinstance(body, bytes) or len(body) <= _GZIP_THRESHOLD
+            or "gzip" not in request.headers.get("Accept-Encoding", "")):
+        return response
+    response.body = gzip.compress(body, compresslevel=1)
+    response.headers["Content-Encoding"] = "gzip"
+    return response
 
 
 def _openapi_v2(accept: str) -> web.Response:
@@ -103,7 +122,7 @@ class Handler:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            return await self._handle(request)
+            return _compressed(request, await self._handle(request))
         except APIError as err:
             return _error_response(err)
         except (ConnectionResetError, asyncio.CancelledError):
@@ -160,14 +179,17 @@ class Handler:
             return _error_response(injected)
         match verb:
             case "get":
-                return self._get(req, wants_table(request.headers.get("Accept", "")))
+                return self._get(req, rendering(request.headers.get("Accept", ""), req.rtype,
+                                                is_list=False))
             case "list":
-                return self._list(req, request.query,
-                                  wants_table(request.headers.get("Accept", "")))
+                return self._list(req, request.query, rendering(
+                    request.headers.get("Accept", ""), req.rtype, is_list=True))
             case "watch":
+                shown = rendering(request.headers.get("Accept", ""), req.rtype, is_list=False)
                 return await serve_watch(self.storage, req, request, self._filter(
                     req, request.query), self.settings.bookmark_interval,
-                    self.settings.watch_buffer)
+                    self.settings.watch_buffer,
+                    metadata_version=shown.version if shown.form == "metadata" else None)
             case "create" if req.subresource == "binding":
                 self.writes.bind(req, await _body(request), self._manager(request))
                 return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -260,12 +282,14 @@ class Handler:
 
     # -- reads --------------------------------------------------------------------------
 
-    def _get(self, req: ResourceRequest, as_table: bool = False) -> web.Response:
+    def _get(self, req: ResourceRequest, shown: Rendering = OBJECT) -> web.Response:
         assert req.name is not None
         obj = self._out(req, self.storage.get(req.rtype, self._namespace(req), req.name))
-        if as_table:
+        if shown.form == "table":
             return _json_response(table(req.rtype, [obj], {
                 "resourceVersion": obj["metadata"]["resourceVersion"]}, self.storage.now()))
+        if shown.form == "metadata":
+            return _json_response(partial_object_metadata(obj, shown.version))
         return _json_response(obj)
 
     def _filter(self, req: ResourceRequest,
@@ -282,7 +306,7 @@ class Handler:
             fields.matches(obj))
 
     def _list(self, req: ResourceRequest, query: Mapping[str, str],
-              as_table: bool = False) -> web.Response:
+              shown: Rendering = OBJECT) -> web.Response:
         matches = self._filter(req, query)
         limit = int_param(query, "limit", 0)
         int_param(query, "timeoutSeconds", 0)  # parsed (and refused if bad) as for a watch
@@ -334,9 +358,14 @@ class Handler:
         if next_key is not None:
             meta["continue"] = _encode_continue(list_rv, next_key)
             meta["remainingItemCount"] = remaining
-        if as_table:
+        if shown.form == "table":
             return _json_response(table(req.rtype, [self._out(req, o) for o in selected], meta,
                                         self.storage.now()))
+        if shown.form == "metadata":
+            return _json_response({
+                "kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{shown.version}",
+                "metadata": meta,
+                "items": [partial_object_metadata(o, shown.version) for o in selected]})
         return _json_response({"kind": req.rtype.list_kind,
                                "apiVersion": req.rtype.group_version,
                                "metadata": meta, "items": items})

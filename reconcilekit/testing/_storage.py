@@ -73,6 +73,9 @@ class Table:
     oldest_rv: int = 0  # a watch may resume from any rv >= oldest_rv
     watchers: set[Watcher] = field(default_factory=set)
     drop_next: int = 0
+    # The rv of the last event delivered to watchers, 0 before the first since start:
+    # what kube-apiserver's watch cache puts in a BOOKMARK (it sends none while 0).
+    last_event_rv: int = 0
 
     def record(self, event: Event) -> None:
         self.history.append(event)
@@ -131,7 +134,7 @@ class Storage:
         self._deliver(table, event)
 
     def _deliver(self, table: Table, event: Event) -> None:
-        self.delivered_rv = event.rv
+        self.delivered_rv = table.last_event_rv = event.rv
         for w in list(table.watchers):
             w.offer(event)
 

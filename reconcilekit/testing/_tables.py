@@ -20,7 +20,7 @@ from typing import Any
 
 from ._registry import ResourceType
 
-__all__ = ["table", "wants_table"]
+__all__ = ["table"]
 
 Obj = Mapping[str, Any]
 _NAME_HELP = ("Name must be unique within a namespace. Is required when creating resources, "
@@ -34,11 +34,6 @@ _AGE_HELP = ("CreationTimestamp is a timestamp representing the server time when
              "RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for "
              "lists. More info: https://git.k8s.io/community/contributors/devel/"
              "sig-architecture/api-conventions.md#metadata")
-
-
-def wants_table(accept: str) -> bool:
-    """Whether an Accept header asks for a meta.k8s.io Table (as kubectl get does)."""
-    return any("as=Table" in part and "g=meta.k8s.io" in part for part in accept.split(","))
 
 
 def human_duration(seconds: float) -> str:

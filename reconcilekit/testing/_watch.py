@@ -62,6 +62,9 @@ class Watcher:
         self.namespace = namespace
         self.matches = matches
         self.start_rv = start_rv
+        # A BOOKMARK is sent only for a newer rv than this: the start, or the last
+        # event replayed from history when the watch opened (shown to it or not).
+        self.bookmark_floor = start_rv
         self.rewrite = rewrite
         self.limit = limit
         self.lines: deque[bytes] = deque()

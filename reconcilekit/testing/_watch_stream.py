@@ -3,11 +3,22 @@
 The stream is kube-apiserver's: HTTP 200, chunked, one JSON event per line.
 A resourceVersion older than the history answers with a single ERROR event
 carrying a 410 Expired Status, inside the 200 stream, as the watch cache does.
+
+BOOKMARKs follow kube-apiserver 1.28's watch cache (as measured against it):
+to a watch that allows them, every ``bookmark_interval`` (a minute) and 2 s
+before its timeout, carrying the resourceVersion of the resource's last
+event, and only when that event is newer than the watch's starting point and
+than every event replayed to it from history when it opened (whether the
+watch's filter showed them or not). So a resource with no event since the
+server started gets no bookmark at all, however long the watch, nor does a
+watch that saw no event of its resource after it opened; nor a watch with no
+resourceVersion (kube-apiserver serves it from etcd).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,6 +26,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ._media import partial_object_metadata
 from ._requests import ResourceRequest, int_param, resource_version
 from ._status import APIError
 from ._storage import Storage
@@ -27,16 +39,26 @@ _JSON = "application/json"
 
 async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Request,
                       matches: Callable[[Mapping[str, Any]], bool], bookmark_interval: float,
-                      buffer: int) -> web.StreamResponse:
-    """Stream watch events for ``req`` until the timeout, a close, or the client leaves."""
+                      buffer: int, *, metadata_version: str | None = None
+                      ) -> web.StreamResponse:
+    """Stream watch events for ``req`` until the timeout, a close, or the client leaves.
+
+    With ``metadata_version`` every object (bookmarks too) is sent as a
+    ``PartialObjectMetadata`` of ``meta.k8s.io/<metadata_version>``.
+    """
     query = request.query
     timeout = int_param(query, "timeoutSeconds", 0) or random.uniform(1800, 3600)
     rv_param = query.get("resourceVersion", "")
-    bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1")
     initial = query.get("sendInitialEvents", "") in ("true", "1")
+    bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1")
     rewrite = None
     storage_gv = storage.table(req.rtype).rtype.group_version
-    if storage_gv != req.rtype.group_version:
+    if metadata_version is not None:
+        version = metadata_version
+
+        def rewrite(obj: dict[str, Any]) -> bytes:
+            return orjson.dumps(partial_object_metadata(obj, version))
+    elif storage_gv != req.rtype.group_version:
         gv = req.rtype.group_version
 
         def rewrite(obj: dict[str, Any]) -> bytes:
@@ -44,36 +66,45 @@ async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Reque
     watcher = Watcher(namespace=req.namespace, matches=matches, start_rv=0,
                       rewrite=rewrite, limit=buffer)
     if bookmarks:
-        watcher.bookmark_line = _bookmark_encoder(req)
+        watcher.bookmark_line = _bookmark_encoder(req, metadata_version)
     response = web.StreamResponse(status=200, headers={"Content-Type": _JSON,
                                                        "Cache-Control": "no-cache, private"})
     response.enable_chunked_encoding()
     error = _open_watch(storage, req, watcher, rv_param, initial)
     table = storage.table(req.rtype)
-    await response.prepare(request)
     if error is not None:
+        await response.prepare(request)
         await response.write(encode_event("ERROR", orjson.dumps(error.body())))
         await response.write_eof()
         return response
-    table.watchers.add(watcher)
+    table.watchers.add(watcher)  # before answering: no event may slip past meanwhile
+    try:
+        await response.prepare(request)
+    except ConnectionResetError:  # the client left before the answer began
+        table.watchers.discard(watcher)
+        return response
+    except BaseException:
+        table.watchers.discard(watcher)
+        raise
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    next_bookmark = loop.time() + bookmark_interval
+    periodic = bookmarks and (bool(rv_param) or initial)  # etcd-served watches get none
+    bookmark_at = _next_bookmark(loop.time(), deadline, bookmark_interval, periodic)
     try:
         while not watcher.closed:
             now = loop.time()
             if now >= deadline:
                 break
-            await watcher.wait(min(deadline, next_bookmark) - now)
+            await watcher.wait(max(0.0, min(deadline, bookmark_at) - now))
             if watcher.lines:
                 chunk = b"".join(watcher.lines)
                 watcher.lines.clear()
                 await response.write(chunk)
-            elif bookmarks and loop.time() >= next_bookmark:
+            if loop.time() >= bookmark_at:
                 assert watcher.bookmark_line is not None
-                await response.write(watcher.bookmark_line(storage.bookmark_rv()))
-            if loop.time() >= next_bookmark:
-                next_bookmark = loop.time() + bookmark_interval
+                if table.last_event_rv > watcher.bookmark_floor:
+                    await response.write(watcher.bookmark_line(table.last_event_rv))
+                bookmark_at = _next_bookmark(loop.time(), deadline, bookmark_interval, periodic)
         if watcher.lines and not watcher.overflowed:
             await response.write(b"".join(watcher.lines))
         await response.write_eof()
@@ -84,12 +115,20 @@ async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Reque
         watcher.close()
     return response
 
+def _next_bookmark(now: float, deadline: float, interval: float, enabled: bool) -> float:
+    """When the watch cache next offers a BOOKMARK: a minute on, or 2 s before the end."""
+    if not enabled:
+        return math.inf
+    at = min(now + interval, deadline - 2.0)
+    return at if at > now else math.inf
+
+
 def _open_watch(storage: Storage, req: ResourceRequest, watcher: Watcher, rv_param: str,
                 initial: bool) -> APIError | None:
     """Queue what precedes live events; an APIError means the watch is too old."""
     table = storage.table(req.rtype)
     if not rv_param or rv_param == "0" or initial:
-        watcher.start_rv = storage.rv
+        watcher.start_rv = watcher.bookmark_floor = storage.rv
         for key in sorted(table.objects):
             obj = table.objects[key]
             if watcher._visible(obj):
@@ -102,17 +141,21 @@ def _open_watch(storage: Storage, req: ResourceRequest, watcher: Watcher, rv_par
     if rv < table.oldest_rv:
         oldest = table.history[0].rv if table.history else storage.rv + 1
         return APIError.expired(f"too old resource version: {rv} ({oldest})")
-    watcher.start_rv = rv
+    watcher.start_rv = watcher.bookmark_floor = rv
     limit = storage.bookmark_rv()
     for event in table.history:
         if event.rv > limit:
             break
         watcher.offer(event)
+        watcher.bookmark_floor = max(watcher.bookmark_floor, event.rv)
     return None
 
-def _bookmark_encoder(req: ResourceRequest) -> Callable[..., bytes]:
+def _bookmark_encoder(req: ResourceRequest,
+                      metadata_version: str | None) -> Callable[..., bytes]:
     r = req.rtype
     kind, gv = r.resource.kind, r.group_version
+    if metadata_version is not None:
+        kind, gv = "PartialObjectMetadata", f"meta.k8s.io/{metadata_version}"
 
     def encode(rv: int, initial_events_end: bool = False) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
+from reconcilekit import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST
 from reconcilekit.testing import Cluster
 
+from conftest import ANYTHING, crd
 from k8s_objects import configmap
 
 
@@ -233,3 +236,112 @@ async def test_a_malformed_continue_token_is_a_bad_request(apiserver: Cluster,
                                                               "labelSelector": "t=c"})
     token = page.body["metadata"]["continue"]
     assert "=" not in token
+
+
+async def test_bookmarks_follow_the_watch_cache_rules(apiserver: Cluster) -> None:
+    """kube-apiserver 1.28's watch cache offers a BOOKMARK every minute and 2 s before a
+    watch's timeout, carrying the resource's last event, and only when that event is newer
+    than the watch's start and than what it replayed on opening: never on a resource with
+    no event since the server started, never on a watch that saw no event after it opened.
+    Silence is not a dead watch. The watches here last 3-4 s on the server's clock
+    (nothing on the client side to fake).
+    """
+    plural = f"quiets{apiserver.namespace.rsplit('-', 1)[-1]}"  # a resource of this test's own
+    group = "bookmarks.test.reconcilekit.dev"
+    definition = crd("Quiet", ANYTHING)
+    definition["metadata"]["name"] = f"{plural}.{group}"
+    definition["spec"].update(group=group, names={"plural": plural, "kind": "Quiet"})
+    await apiserver.install_crd(definition)
+    path = f"/apis/{group}/v1/namespaces/{apiserver.namespace}/{plural}"
+
+    async def watch(rv: str, seconds: int, **params: str) -> list[dict[str, Any]]:
+        async with apiserver.watch(path, {"resourceVersion": rv, "allowWatchBookmarks": "true",
+                                          "timeoutSeconds": str(seconds), **params}) as events:
+            return [e async for e in events]
+
+    async def make(name: str, labels: dict[str, str]) -> str:
+        made = await apiserver.request("POST", path, json={
+            "apiVersion": f"{group}/v1", "kind": "Quiet",
+            "metadata": {"name": name, "labels": labels}})
+        assert made.status == 201, made
+        return str(made.body["metadata"]["resourceVersion"])
+
+    try:
+        start = (await apiserver.request("GET", path)).body["metadata"]["resourceVersion"]
+        assert await watch(start, 3) == []  # no event of the resource yet: no bookmark
+        await make("shown", {"show": "yes"})
+        hidden = await make("hidden", {})
+        # Both replayed on opening (one filtered out), none after: no bookmark.
+        replayed = await watch(start, 3, labelSelector="show=yes")
+        assert [e["type"] for e in replayed] == ["ADDED"], replayed
+        # An event after the watch opened, filtered out by its selector: bookmarks carry it.
+        async with apiserver.watch(path, {"resourceVersion": hidden, "timeoutSeconds": "4",
+                                          "allowWatchBookmarks": "true",
+                                          "labelSelector": "show=yes"}) as events:
+            late = await make("late", {})  # the watch is open: its answer has begun
+            marked = [e async for e in events]
+        assert marked and {e["type"] for e in marked} == {"BOOKMARK"}, marked
+        assert {e["object"]["metadata"]["resourceVersion"] for e in marked} == {late}
+        assert marked[0]["object"]["kind"] == "Quiet"
+    finally:
+        await apiserver.request(
+            "DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}")
+
+
+async def test_partial_object_metadata_on_get_list_and_watch(apiserver: Cluster,
+                                                             configmaps: str) -> None:
+    """What metadata informers ask for: the metadata alone, as PartialObjectMetadata."""
+    made = await apiserver.request("POST", configmaps, json=configmap(
+        "a", {"big": "x" * 1000}, labels={"app": "x"}))
+    one = {"Accept": PARTIAL_OBJECT_METADATA}
+    many = {"Accept": PARTIAL_OBJECT_METADATA_LIST}
+    got = await apiserver.request("GET", f"{configmaps}/a", headers=one)
+    assert got.status == 200, got
+    assert (got.body["kind"], got.body["apiVersion"]) == ("PartialObjectMetadata",
+                                                          "meta.k8s.io/v1")
+    assert set(got.body) == {"kind", "apiVersion", "metadata"}
+    assert got.body["metadata"]["labels"] == {"app": "x"}
+    assert got.body["metadata"]["uid"] == made.body["metadata"]["uid"]
+    listed = await apiserver.request("GET", configmaps, headers=many,
+                                     params={"labelSelector": "app=x"})
+    assert (listed.body["kind"], listed.body["apiVersion"]) == ("PartialObjectMetadataList",
+                                                                "meta.k8s.io/v1")
+    assert listed.body["metadata"]["resourceVersion"].isdigit()
+    [item] = listed.body["items"]
+    assert set(item) == {"kind", "apiVersion", "metadata"}
+    assert item["kind"] == "PartialObjectMetadata" and item["metadata"]["name"] == "a"
+    older = await apiserver.request("GET", configmaps, headers={
+        "Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1"})
+    assert older.body["apiVersion"] == "meta.k8s.io/v1beta1"
+    # The object form for a list, or the list form for an object: 406, whatever follows.
+    for path, accept in ((configmaps, PARTIAL_OBJECT_METADATA),
+                         (f"{configmaps}/a", PARTIAL_OBJECT_METADATA_LIST)):
+        refused = await apiserver.request("GET", path, headers={"Accept": accept})
+        assert (refused.status, refused.body["reason"]) == (406, "NotAcceptable"), refused
+        assert "you requested PartialObjectMetadata" in refused.body["message"]
+    rv = made.body["metadata"]["resourceVersion"]
+    async with apiserver.watch(configmaps, {"resourceVersion": rv, "timeoutSeconds": "5"},
+                               headers=one) as events:
+        await apiserver.request("PATCH", f"{configmaps}/a", json={"data": {"big": "y"}},
+                                content_type="application/merge-patch+json")
+        event = await anext(events)
+    assert event["type"] == "MODIFIED"
+    assert set(event["object"]) == {"kind", "apiVersion", "metadata"}
+    assert event["object"]["kind"] == "PartialObjectMetadata"
+
+
+async def test_large_answers_are_gzipped_for_a_client_that_accepts_it(
+        apiserver: Cluster, configmaps: str) -> None:
+    """Over 128 KiB kube-apiserver gzips (APIResponseCompression); never a small answer,
+    never for a client that does not accept gzip. (aiohttp asks for it and inflates.)"""
+    for i in range(40):  # 40 x 4 KiB: a list of about 160 KiB
+        await apiserver.request("POST", configmaps, json=configmap(f"big-{i}",
+                                                                   {"d": "x" * 4096}))
+    big = await apiserver.request("GET", configmaps, headers={"Accept-Encoding": "gzip"})
+    assert big.headers.get("Content-Encoding") == "gzip"
+    assert len([i for i in big.body["items"] if i["metadata"]["name"].startswith("big-")]) == 40
+    plain = await apiserver.request("GET", configmaps, headers={"Accept-Encoding": "identity"})
+    assert "Content-Encoding" not in plain.headers
+    small = await apiserver.request("GET", f"{configmaps}/big-0",
+                                    headers={"Accept-Encoding": "gzip"})
+    assert "Content-Encoding" not in small.headers

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from reconcilekit import Client, Resource
+from reconcilekit import APIConnectionError, Client, Resource, RetryPolicy
 from reconcilekit.testing import ControlPlane, ControlPlaneError
 from reconcilekit.testing._control_plane import ASSETS_ENV, assets_from_env
 
@@ -68,6 +68,34 @@ async def test_start_serve_and_stop_leave_nothing_behind(tmp_path: Path) -> None
     assert not plane.running
     assert not [pid for pid in pids if _alive(pid)]
     assert not data.exists()
+
+
+@needs_assets
+async def test_components_can_be_killed_restarted_and_paused() -> None:
+    """The faults chaos runs inject from outside: kube-apiserver killed and started again
+    (same port, certificates and data), etcd paused and resumed."""
+    async with ControlPlane(ASSETS, controller_manager=False) as plane:
+        configuration = plane.configuration()
+        async with Client(configuration, retry=RetryPolicy(max_retries=0)) as client:
+            await client.create(CONFIGMAPS, {"metadata": {"name": "kept"}}, "default")
+            old_pid = plane.pids[-1]
+            plane.kill("kube-apiserver")
+            assert not _alive(old_pid)
+            with pytest.raises(APIConnectionError):
+                await client.get(CONFIGMAPS, "kept", "default")
+            assert await plane.restart("kube-apiserver") > 0
+            assert (await client.get(CONFIGMAPS, "kept", "default"))["metadata"]["name"]
+            plane.pause("etcd")
+            try:  # kube-apiserver cannot answer a read that needs etcd
+                with pytest.raises(TimeoutError), anyio.fail_after(3):
+                    await client.get(CONFIGMAPS, "kept", "default")
+            finally:
+                plane.resume("etcd")
+            assert (await client.get(CONFIGMAPS, "kept", "default"))["metadata"]["name"]
+        with pytest.raises(ValueError, match="'etcd' cannot be restarted"):
+            await plane.restart("etcd")
+        with pytest.raises(ValueError, match="no 'kube-controller-manager' in this control"):
+            plane.kill("kube-controller-manager")
 
 
 @needs_assets

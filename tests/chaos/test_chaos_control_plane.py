@@ -1,0 +1,310 @@
+"""Chaos from outside, on kube-apiserver: the operator's invariants while its world fails.
+
+The CNClaim operator runs as two processes (``python -m examples.cnclaim
+--leader-elect``, each with its log) against a control plane of its own
+(etcd, kube-apiserver, kube-controller-manager) started from the test
+assets, with a node simulator in the test. While the claim set changes size,
+faults come from outside, as they do in production:
+
+* kube-apiserver SIGKILLed in the middle of a storm and started again;
+* the leading operator SIGKILLed (no Lease release): the other takes over,
+  and the killed one is started again, as a kubelet restarts a container;
+* etcd paused for longer than kube-apiserver's request timeout: writes time
+  out, Lease renewals fail, the leader may step down (it exits with one
+  ERROR line and is started again).
+
+Watched all along by informers of this test (so on what kube-apiserver
+says, not on the operator's word): no Pod is named by two live claims at
+once, and no Pod's claimed-by label moves straight from one claim to
+another. After each fault the workload must converge (the claim set's
+claims all Bound, the pool's Idle Pods all Running, nothing Draining) and
+the time that took is the fault's recovery time. At the end: no invariant
+broken, no object lost (the pool, the claim set and every claim it should
+have), and no traceback in either operator's log.
+
+Runs only with kube-apiserver binaries (``RECONCILEKIT_TEST_ASSETS``), in
+CI's second pass: one round of each fault. ``RECONCILEKIT_CHAOS_LONG=1``
+runs more rounds and prints a report (the figures in docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import re
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+import yaml
+
+from examples.cnclaim.operator import LEASE_NAME
+from examples.cnclaim.resources import (
+    CLAIMED_BY_LABEL,
+    CLAIMSET_LABEL,
+    CNCLAIMS,
+    CNCLAIMSETS,
+    CNPOOLS,
+    CRDS,
+    PODS,
+    POOL_LABEL,
+    ClaimPhase,
+    PodPhase,
+    claim_phase,
+    claimed_by,
+    name_of,
+    node_of,
+    pod_phase,
+    spec_of,
+    status_of,
+)
+from examples.cnclaim.scenario import POD_TEMPLATE
+from reconcilekit import LEASES, Client, EventHandler, Informer, NotFound, Resource
+from reconcilekit.testing import ControlPlane, NodeSimulator
+from reconcilekit.testing._control_plane import assets_from_env
+
+ASSETS = assets_from_env()
+LONG = os.environ.get("RECONCILEKIT_CHAOS_LONG") == "1"
+ROUNDS = 4 if LONG else 1
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
+NS, POOL, SET = "chaos", "chaos", "storm"
+POOL_SIZE = 12
+REQUEST_TIMEOUT = 10  # kube-apiserver's --request-timeout here; etcd is paused for longer
+CONVERGE_WITHIN = 120.0
+Obj = dict[str, Any]
+
+pytestmark = pytest.mark.skipif(
+    ASSETS is None, reason="chaos from outside needs kube-apiserver and etcd binaries: set "
+    "RECONCILEKIT_TEST_ASSETS or KUBEBUILDER_ASSETS")
+
+
+@dataclass
+class Referee:
+    """Sees what kube-apiserver says through watches; records broken invariants."""
+
+    violations: list[str] = field(default_factory=list)
+    events: int = 0
+
+    def handlers(self, claims: Informer) -> tuple[EventHandler, EventHandler]:
+        def on_claim(*objs: Obj) -> None:
+            self.events += 1
+            holders: dict[str, str] = {}
+            for claim in claims.store.list():
+                if claim["metadata"].get("deletionTimestamp"):
+                    continue
+                pod = str(spec_of(claim).get("podName") or "")
+                if pod and holders.setdefault(pod, name_of(claim)) != name_of(claim):
+                    self.violations.append(f"Pod {pod} named by claims {holders[pod]} and "
+                                           f"{name_of(claim)}")
+
+        def on_pod_update(old: Obj, new: Obj) -> None:
+            self.events += 1
+            before, after = claimed_by(old), claimed_by(new)
+            if before and after and before != after:
+                self.violations.append(f"Pod {name_of(new)}: {CLAIMED_BY_LABEL} {before} -> "
+                                       f"{after}")
+
+        return (EventHandler(on_add=on_claim, on_update=on_claim),
+                EventHandler(on_update=on_pod_update))
+
+
+class Replicas:
+    """Operator processes in slots, each restarted when it exits (as a kubelet would)."""
+
+    def __init__(self, kubeconfig: Path, logs: Path) -> None:
+        self.kubeconfig, self.logs = kubeconfig, logs
+        self.procs: dict[int, asyncio.subprocess.Process] = {}
+        self.exits: list[tuple[int, int | None]] = []
+        self.kills = 0
+        self._killed: set[int] = set()
+
+    def log(self, slot: int) -> Path:
+        return self.logs / f"operator-{slot}.log"
+
+    async def run(self, slot: int, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        started = False
+        while True:
+            with self.log(slot).open("ab") as out:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "examples.cnclaim", "--kubeconfig",
+                    str(self.kubeconfig), "--namespace", NS, "--leader-elect", "--workers", "2",
+                    "--metrics-addr", "127.0.0.1:0", "--log-level", "INFO", cwd=ROOT,
+                    stdout=out, stderr=out)
+            self.procs[slot] = proc
+            if not started:
+                task_status.started()
+                started = True
+            try:
+                code = await proc.wait()
+            finally:
+                if proc.returncode is None:
+                    proc.send_signal(signal.SIGTERM)
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(30):
+                        await proc.wait()
+                    if proc.returncode is None:
+                        proc.kill()
+            self.exits.append((slot, code))
+            if slot not in self._killed and code not in (0, 1):
+                raise AssertionError(f"operator {slot} exited with {code}: see {self.log(slot)}")
+            self._killed.discard(slot)
+            await anyio.sleep(1)  # a kubelet's restart, without its backoff
+
+    def kill(self, slot: int) -> None:
+        self.kills += 1
+        self._killed.add(slot)
+        self.procs[slot].send_signal(signal.SIGKILL)
+
+    def slot_of(self, identity: str) -> int | None:
+        for slot in self.procs:
+            if identity and identity in self.log(slot).read_text(errors="replace"):
+                return slot
+        return None
+
+
+async def _converged(client: Client, replicas: int) -> str | None:
+    claims = [c for c in (await client.list(CNCLAIMS, NS, label_selector=(
+        f"{CLAIMSET_LABEL}={SET}"))).get("items") or []
+        if not c["metadata"].get("deletionTimestamp")]
+    pods = {name_of(p): p for p in (await client.list(
+        PODS, NS, label_selector=f"{POOL_LABEL}={POOL}")).get("items") or []
+        if not p["metadata"].get("deletionTimestamp")}
+    bound = [c for c in claims if claim_phase(c) == ClaimPhase.BOUND and claimed_by(
+        pods.get(str(spec_of(c).get("podName")), {"metadata": {}})) == name_of(c)]
+    idle = [p for p in pods.values() if pod_phase(p) == PodPhase.IDLE and not claimed_by(p)
+            and status_of(p).get("phase") == "Running" and node_of(p)]
+    draining = [p for p in pods.values() if pod_phase(p) == PodPhase.DRAINING]
+    if len(claims) != replicas or len(bound) != replicas or len(idle) != POOL_SIZE or draining:
+        return (f"{len(claims)}/{replicas} claims, {len(bound)} Bound, {len(idle)}/"
+                f"{POOL_SIZE} Idle, {len(draining)} Draining")
+    return None
+
+
+async def _until_converged(client: Client, replicas: int, since: float) -> float:
+    seen: str | None = "not looked yet"
+    with anyio.move_on_after(CONVERGE_WITHIN):
+        while True:
+            with contextlib.suppress(OSError, TimeoutError, Exception):
+                seen = await _converged(client, replicas)
+                if seen is None:
+                    return time.monotonic() - since
+            await anyio.sleep(0.25)
+    raise AssertionError(f"not converged within {CONVERGE_WITHIN:g}s: {seen}")
+
+
+async def _leader(client: Client) -> str:
+    lease = await client.get(LEASES, LEASE_NAME, NS)
+    return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+
+@contextlib.asynccontextmanager
+async def _world(tmp_path: Path) -> AsyncIterator[tuple[ControlPlane, Client, Path]]:
+    assert ASSETS is not None
+    async with ControlPlane(ASSETS, apiserver_flags=(
+            f"--request-timeout={REQUEST_TIMEOUT}s",)) as plane:
+        kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig")
+        async with Client(plane.configuration(), timeout=REQUEST_TIMEOUT) as client:
+            for doc in yaml.safe_load_all((ROOT / "examples" / "cnclaim" / "manifests" /
+                                           "crds.yaml").read_text()):
+                if doc and doc.get("kind") == "CustomResourceDefinition":
+                    await client.create(CRDS, doc)
+            await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": NS}})
+            yield plane, client, kubeconfig
+
+
+async def test_invariants_hold_while_the_control_plane_and_the_operator_fail(
+        tmp_path: Path) -> None:
+    seed = int(os.environ.get("RECONCILEKIT_CHAOS_SEED") or random.randrange(2**31))
+    rng = random.Random(seed)
+    referee = Referee()
+    report: list[tuple[str, float]] = []
+    async with _world(tmp_path) as (plane, client, kubeconfig):
+        replicas = Replicas(kubeconfig, tmp_path)
+        claims = Informer(client, CNCLAIMS, namespace=NS)
+        pods = Informer(client, PODS, namespace=NS)
+        on_claims, on_pods = referee.handlers(claims)
+        claims.add_handler(on_claims)
+        pods.add_handler(on_pods)
+        async with anyio.create_task_group() as tg, NodeSimulator(client, nodes=3,
+                                                                   namespace=NS):
+            tg.start_soon(claims.run)
+            tg.start_soon(pods.run)
+            for slot in (0, 1):
+                await tg.start(replicas.run, slot)
+            await client.create(CNPOOLS, {
+                "apiVersion": CNPOOLS.api_version, "kind": "CNPool",
+                "metadata": {"name": POOL},
+                "spec": {"replicas": POOL_SIZE, "podTemplate": POD_TEMPLATE}}, NS)
+            await client.create(CNCLAIMSETS, {
+                "apiVersion": CNCLAIMSETS.api_version, "kind": "CNClaimSet",
+                "metadata": {"name": SET},
+                "spec": {"replicas": 4, "template": {"spec": {"poolName": POOL}}}}, NS)
+            await _until_converged(client, 4, time.monotonic())
+
+            async def scale(n: int) -> None:
+                await client.patch(CNCLAIMSETS, SET, {"spec": {"replicas": n}}, NS)
+
+            size = 4
+            for _ in range(ROUNDS):
+                # kube-apiserver killed mid-storm, back 3 s later.
+                size = rng.randint(POOL_SIZE, 2 * POOL_SIZE)
+                await scale(size)
+                await anyio.sleep(rng.uniform(0.2, 1.5))
+                plane.kill("kube-apiserver")
+                await anyio.sleep(3)
+                back = time.monotonic()
+                await plane.restart("kube-apiserver")
+                report.append(("kube-apiserver killed mid-storm, restarted after 3 s",
+                               await _until_converged(client, size, back)))
+                # The leader killed: the other replica takes over once the Lease expires.
+                leader = replicas.slot_of(await _leader(client))
+                assert leader is not None, "no replica holds the Lease"
+                replicas.kill(leader)
+                killed = time.monotonic()
+                size = rng.randint(0, POOL_SIZE)
+                await scale(size)
+                report.append(("leading operator SIGKILLed, another takes over",
+                               await _until_converged(client, size, killed)))
+                # etcd paused for longer than the request timeout, mid-change.
+                size = rng.randint(1, 2 * POOL_SIZE)
+                await scale(size)
+                plane.pause("etcd")
+                await anyio.sleep(REQUEST_TIMEOUT + 5)
+                plane.resume("etcd")
+                resumed = time.monotonic()
+                report.append((f"etcd paused {REQUEST_TIMEOUT + 5} s mid-change",
+                               await _until_converged(client, size, resumed)))
+            await scale(0)
+            await _until_converged(client, 0, time.monotonic())
+            lost = []
+            for resource, name in ((CNPOOLS, POOL), (CNCLAIMSETS, SET)):
+                try:
+                    await client.get(resource, name, NS)
+                except NotFound:
+                    lost.append(f"{resource.kind} {name}")
+            tg.cancel_scope.cancel()
+    tracebacks = {slot: len(re.findall(r"^Traceback \(most recent call last\)",
+                                       replicas.log(slot).read_text(errors="replace"), re.M))
+                  for slot in (0, 1)}
+    warnings = {slot: len(re.findall(r"^\S+ \S+ WARNING ", replicas.log(slot).read_text(
+        errors="replace"), re.M)) for slot in (0, 1)}
+    summary = (f"seed {seed}: " + "; ".join(f"{what}: recovered in {s:.1f} s"
+                                            for what, s in report)
+               + f"; operator exits {replicas.exits}, kills {replicas.kills}; "
+               f"{referee.events} events refereed, violations {referee.violations}, "
+               f"lost {lost}, tracebacks {tracebacks}, WARNING lines {warnings}")
+    print(summary)
+    assert not referee.violations, summary
+    assert not lost, summary
+    assert not any(tracebacks.values()), summary + "\n" + "\n".join(
+        replicas.log(s).read_text(errors="replace")[-4000:] for s in (0, 1))
