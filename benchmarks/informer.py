@@ -17,12 +17,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import gc
-import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,6 +28,7 @@ import orjson
 from reconcilekit import Client, Informer, ObjectKey, Resource, strip_managed_fields
 from reconcilekit._watcher import Watcher
 
+from .servers import api_server
 from .store import realistic_pod
 
 PODS = Resource("", "v1", "Pod", "pods")
@@ -103,46 +101,35 @@ def bytes_per_pod(transform: bool) -> tuple[float, float]:
 
 
 async def initial_sync_seconds() -> tuple[float, float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        kubeconfig = Path(tmp) / "kubeconfig"
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "reconcilekit.testing", "--kubeconfig-out", str(kubeconfig),
-            stdout=subprocess.PIPE)
-        try:
-            assert proc.stdout is not None
-            await proc.stdout.readline()
-            async with await Client.from_kubeconfig(kubeconfig) as client:
-                async with anyio.create_task_group() as tg:
-                    limiter = anyio.Semaphore(16)
+    async with api_server() as kubeconfig, await Client.from_kubeconfig(kubeconfig) as client:
+        async with anyio.create_task_group() as tg:
+            limiter = anyio.Semaphore(16)
 
-                    async def create(i: int) -> None:
-                        async with limiter:
-                            pod = realistic_pod(i)
-                            for key in ("uid", "resourceVersion", "creationTimestamp",
-                                        "ownerReferences"):
-                                pod["metadata"].pop(key)
-                            pod["metadata"]["namespace"] = "default"
-                            await client.create(PODS, pod, "default")
+            async def create(i: int) -> None:
+                async with limiter:
+                    pod = realistic_pod(i)
+                    for key in ("uid", "resourceVersion", "creationTimestamp",
+                                "ownerReferences"):
+                        pod["metadata"].pop(key)
+                    pod["metadata"]["namespace"] = "default"
+                    await client.create(PODS, pod, "default")
 
-                    for i in range(N):
-                        tg.start_soon(create, i)
-                informer = Informer(client, PODS)
-                started = time.perf_counter()
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(informer.run)
-                    await informer.synced.wait()
-                    synced = time.perf_counter() - started
-                    key = ObjectKey("default", "cn-000042")
-                    rounds = 20_000
-                    t0 = time.perf_counter()
-                    for _ in range(rounds):
-                        informer.store.get(key)
-                    get_us = (time.perf_counter() - t0) / rounds * 1e6
-                    tg.cancel_scope.cancel()
-                return synced, get_us
-        finally:
-            proc.terminate()
-            await proc.wait()
+            for i in range(N):
+                tg.start_soon(create, i)
+        informer = Informer(client, PODS)
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(informer.run)
+            await informer.synced.wait()
+            synced = time.perf_counter() - started
+            key = ObjectKey("default", "cn-000042")
+            rounds = 20_000
+            t0 = time.perf_counter()
+            for _ in range(rounds):
+                informer.store.get(key)
+            get_us = (time.perf_counter() - t0) / rounds * 1e6
+            tg.cancel_scope.cancel()
+        return synced, get_us
 
 
 def main() -> None:

@@ -30,96 +30,22 @@ import copy
 import gc
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from reconcilekit import Client, Informer, Resource, metadata_only
-from reconcilekit.testing import eventually
+from reconcilekit.testing import TCPProxy, eventually
 
+from .servers import api_server
 from .store import realistic_pod
 
 PODS = Resource("", "v1", "Pod", "pods")
 NAMESPACE = "default"
-
-
-class CountingProxy:
-    """A TCP proxy that counts the bytes the server sends through it."""
-
-    def __init__(self, upstream: str) -> None:
-        scheme, _, hostport = upstream.partition("://")
-        self._scheme = scheme
-        self._host, port = hostport.rstrip("/").rsplit(":", 1)
-        self._port = int(port)
-        self.received = 0
-        self.url = ""
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def __aenter__(self) -> CountingProxy:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.url = f"{self._scheme}://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(self._host, self._port)
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter,
-                       count: bool) -> None:
-            try:
-                while data := await src.read(262144):
-                    if count:
-                        self.received += len(data)
-                    dst.write(data)
-                    await dst.drain()
-            except OSError:
-                pass
-            finally:
-                dst.close()
-
-        for task in (asyncio.ensure_future(pipe(reader, up_writer, False)),
-                     asyncio.ensure_future(pipe(up_reader, writer, True))):
-            self._tasks.add(task)
-
-
-@asynccontextmanager
-async def api_server(assets: str | None) -> AsyncIterator[Path]:
-    """A kube-apiserver control plane from ``assets``, else the in-process server in a
-    process of its own; yields the path of a kubeconfig for it."""
-    with tempfile.TemporaryDirectory() as tmp:
-        kubeconfig = Path(tmp) / "kubeconfig"
-        if assets:
-            from reconcilekit.testing import ControlPlane
-
-            async with ControlPlane(assets, controller_manager=False) as plane:
-                plane.write_kubeconfig(kubeconfig)
-                yield kubeconfig
-            return
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "reconcilekit.testing", "--kubeconfig-out", str(kubeconfig),
-            stdout=subprocess.PIPE)
-        try:
-            assert proc.stdout is not None
-            await proc.stdout.readline()
-            yield kubeconfig
-        finally:
-            proc.terminate()
-            await proc.wait()
 
 
 async def _create_pods(client: Client, n: int) -> None:
@@ -171,7 +97,7 @@ def _labelled(informer: Informer, n: int, round_: int) -> bool:
 async def measure(configuration: Any, kubeconfig: Path, server_side: bool, n: int,
                   round_: int) -> dict[str, float]:
     """One informer: sync, then n watch events; bytes and CPU of each."""
-    async with CountingProxy(str(configuration.host)) as proxy:
+    async with TCPProxy(str(configuration.host)) as proxy:
         cfg = copy.copy(configuration)
         cfg.host = proxy.url
         async with Client(cfg) as client:

@@ -31,7 +31,7 @@ from reconcilekit import (
     Resource,
     strip_managed_fields,
 )
-from reconcilekit.testing import APIServer, Cluster, FakeClock, eventually
+from reconcilekit.testing import APIServer, Cluster, FakeClock, TCPProxy, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 SECRETS = Resource("", "v1", "Secret", "secrets")
@@ -215,63 +215,6 @@ async def test_label_filtered_informer_follows_objects_in_and_out(
     assert ("delete", "a", None) in recorder.events
 
 
-class StallingProxy:
-    """A TCP proxy to the API server that can black-hole its open connections.
-
-    ``stall()`` makes every connection open at that moment stop forwarding in
-    both directions without closing (the peer's kernel still acknowledges, so
-    TCP keepalive would not notice); connections opened later go through.
-    """
-
-    def __init__(self, upstream: str) -> None:
-        scheme, _, hostport = upstream.partition("://")
-        self._scheme = scheme
-        self._host, port = hostport.rstrip("/").rsplit(":", 1)
-        self._port = int(port)
-        self.url = ""
-        self._server: asyncio.Server | None = None
-        self._open: list[asyncio.Event] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def __aenter__(self) -> StallingProxy:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.url = f"{self._scheme}://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    def stall(self) -> None:
-        for stalled in self._open:
-            stalled.set()
-        self._open.clear()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(self._host, self._port)
-        stalled = asyncio.Event()
-        self._open.append(stalled)
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            try:
-                while (data := await src.read(65536)) and not stalled.is_set():
-                    dst.write(data)
-                    await dst.drain()
-                if stalled.is_set():
-                    await asyncio.Event().wait()  # hold the socket open, forward nothing
-            except OSError:
-                pass
-            finally:
-                dst.close()
-
-        for task in (asyncio.ensure_future(pipe(reader, up_writer)),
-                     asyncio.ensure_future(pipe(up_reader, writer))):
-            self._tasks.add(task)
-
-
 async def test_an_idle_watch_ends_at_the_server_timeout_and_resumes_quietly(
         apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
     """A resource with no traffic (kube-apiserver sends it no BOOKMARK at all) is not a
@@ -293,7 +236,7 @@ async def test_a_black_holed_watch_connection_is_found_within_the_bound(
     and the watch resumes where it was: the event sent into the black hole is not lost."""
     ns = apiserver.namespace
     clock = FakeClock()
-    async with StallingProxy(apiserver.configuration.host) as proxy:
+    async with TCPProxy(apiserver.configuration.host) as proxy:
         configuration = copy.copy(apiserver.configuration)
         configuration.host = proxy.url
         async with Client(configuration) as via_proxy:

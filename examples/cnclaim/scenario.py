@@ -42,7 +42,7 @@ from .resources import (
     status_of,
 )
 
-__all__ = ["POD_TEMPLATE", "Progress", "Scenario", "StepFailed", "render_tables"]
+__all__ = ["POD_TEMPLATE", "Progress", "Scenario", "StepFailed", "converged", "render_tables"]
 
 Obj = dict[str, Any]
 POOL: Final = "demo"
@@ -314,6 +314,38 @@ class Scenario:
 
     def _bindings(self, claims: list[Obj]) -> str:
         return ", ".join(f"{name_of(c)} on {spec_of(c).get('podName')}" for c in claims)
+
+
+async def converged(client: Client, namespace: str, *, pool: str, claimset: str,
+                    claims: int, idle: int) -> str | None:
+    """None once claim set ``claimset`` has ``claims`` live claims, each Bound to a live Pod
+    labelled as claimed by it, and pool ``pool`` has ``idle`` Idle Running Pods and none
+    Draining; otherwise what was seen. A Pod named by two live claims is a
+    :class:`StepFailed`, whatever else is seen."""
+    listed = (await client.list(CNCLAIMS, namespace, label_selector=(
+        f"{CLAIMSET_LABEL}={claimset}"))).get("items") or []
+    live_claims = [c for c in listed if not c["metadata"].get("deletionTimestamp")]
+    pods = {name_of(p): p for p in (await client.list(
+        PODS, namespace, label_selector=f"{POOL_LABEL}={pool}")).get("items") or []
+        if not p["metadata"].get("deletionTimestamp")}
+    holders: dict[str, str] = {}
+    bound = 0
+    for claim in live_claims:
+        pod_name = str(spec_of(claim).get("podName") or "")
+        if pod_name and holders.setdefault(pod_name, name_of(claim)) != name_of(claim):
+            raise StepFailed(f"Pod {pod_name} is claimed by both {holders[pod_name]} and "
+                             f"{name_of(claim)}")
+        pod = pods.get(pod_name)
+        if claim_phase(claim) == ClaimPhase.BOUND and pod is not None and claimed_by(
+                pod) == name_of(claim):
+            bound += 1
+    ready = [p for p in pods.values() if pod_phase(p) == PodPhase.IDLE and not claimed_by(p)
+             and status_of(p).get("phase") == "Running" and node_of(p)]
+    draining = [p for p in pods.values() if pod_phase(p) == PodPhase.DRAINING]
+    if len(live_claims) != claims or bound != claims or len(ready) != idle or draining:
+        return (f"{len(live_claims)}/{claims} claims, {bound} Bound, {len(ready)}/{idle} Idle "
+                f"Running, {len(draining)} Draining")
+    return None
 
 
 async def render_tables(client: Client, namespace: str) -> str:

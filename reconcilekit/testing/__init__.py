@@ -7,6 +7,8 @@
 * :class:`NodeSimulator`: the scheduler's and kubelet's part for a cluster
   with no nodes.
 * :class:`FakeClock`: a clock that only moves when the test says so.
+* :class:`TCPProxy`: a proxy in front of a server that counts the bytes and
+  can black-hole its open connections.
 """
 
 from ._apiserver import APIServer as APIServer
@@ -18,6 +20,7 @@ from ._eventually import eventually as eventually
 from ._fake_clock import FakeClock as FakeClock
 from ._faults import Faults as Faults
 from ._nodes import NodeSimulator as NodeSimulator
+from ._tcp_proxy import TCPProxy as TCPProxy
 
 __all__ = [
     "APIServer",
@@ -28,5 +31,6 @@ __all__ = [
     "Faults",
     "HTTPResult",
     "NodeSimulator",
+    "TCPProxy",
     "eventually",
 ]

@@ -50,25 +50,26 @@ import yaml
 from examples.cnclaim.operator import LEASE_NAME
 from examples.cnclaim.resources import (
     CLAIMED_BY_LABEL,
-    CLAIMSET_LABEL,
     CNCLAIMS,
     CNCLAIMSETS,
     CNPOOLS,
     CRDS,
     PODS,
-    POOL_LABEL,
-    ClaimPhase,
-    PodPhase,
-    claim_phase,
     claimed_by,
     name_of,
-    node_of,
-    pod_phase,
     spec_of,
-    status_of,
 )
-from examples.cnclaim.scenario import POD_TEMPLATE
-from reconcilekit import LEASES, Client, EventHandler, Informer, NotFound, Resource
+from examples.cnclaim.scenario import POD_TEMPLATE, converged
+from reconcilekit import (
+    LEASES,
+    APIConnectionError,
+    APIError,
+    Client,
+    EventHandler,
+    Informer,
+    NotFound,
+    Resource,
+)
 from reconcilekit.testing import ControlPlane, NodeSimulator
 from reconcilekit.testing._control_plane import assets_from_env
 
@@ -83,9 +84,12 @@ REQUEST_TIMEOUT = 10  # kube-apiserver's --request-timeout here; etcd is paused 
 CONVERGE_WITHIN = 120.0
 Obj = dict[str, Any]
 
-pytestmark = pytest.mark.skipif(
-    ASSETS is None, reason="chaos from outside needs kube-apiserver and etcd binaries: set "
-    "RECONCILEKIT_TEST_ASSETS or KUBEBUILDER_ASSETS")
+pytestmark = [
+    pytest.mark.skipif(ASSETS is None, reason="chaos from outside needs kube-apiserver and "
+                       "etcd binaries: set RECONCILEKIT_TEST_ASSETS or KUBEBUILDER_ASSETS"),
+    # each round waits out a Lease expiry and an etcd pause: a minute a round, give or take
+    pytest.mark.timeout(300 * ROUNDS),
+]
 
 
 @dataclass
@@ -172,28 +176,15 @@ class Replicas:
 
 
 async def _converged(client: Client, replicas: int) -> str | None:
-    claims = [c for c in (await client.list(CNCLAIMS, NS, label_selector=(
-        f"{CLAIMSET_LABEL}={SET}"))).get("items") or []
-        if not c["metadata"].get("deletionTimestamp")]
-    pods = {name_of(p): p for p in (await client.list(
-        PODS, NS, label_selector=f"{POOL_LABEL}={POOL}")).get("items") or []
-        if not p["metadata"].get("deletionTimestamp")}
-    bound = [c for c in claims if claim_phase(c) == ClaimPhase.BOUND and claimed_by(
-        pods.get(str(spec_of(c).get("podName")), {"metadata": {}})) == name_of(c)]
-    idle = [p for p in pods.values() if pod_phase(p) == PodPhase.IDLE and not claimed_by(p)
-            and status_of(p).get("phase") == "Running" and node_of(p)]
-    draining = [p for p in pods.values() if pod_phase(p) == PodPhase.DRAINING]
-    if len(claims) != replicas or len(bound) != replicas or len(idle) != POOL_SIZE or draining:
-        return (f"{len(claims)}/{replicas} claims, {len(bound)} Bound, {len(idle)}/"
-                f"{POOL_SIZE} Idle, {len(draining)} Draining")
-    return None
+    return await converged(client, NS, pool=POOL, claimset=SET, claims=replicas,
+                           idle=POOL_SIZE)
 
 
 async def _until_converged(client: Client, replicas: int, since: float) -> float:
     seen: str | None = "not looked yet"
     with anyio.move_on_after(CONVERGE_WITHIN):
         while True:
-            with contextlib.suppress(OSError, TimeoutError, Exception):
+            with contextlib.suppress(APIError, APIConnectionError):  # faults in progress
                 seen = await _converged(client, replicas)
                 if seen is None:
                     return time.monotonic() - since

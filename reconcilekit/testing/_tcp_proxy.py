@@ -1,0 +1,88 @@
+"""``TCPProxy``: a TCP proxy in front of an API server, to count and to black-hole traffic.
+
+Faults a server cannot inject on itself live between it and the client: a
+load balancer or proxy that stops forwarding without closing (the client's
+kernel still gets its ACKs from the proxy, so TCP keepalive notices
+nothing), and the bytes that actually cross the wire (TLS and HTTP framing
+included) for a benchmark. Point the client's configuration at
+:attr:`TCPProxy.url` instead of the server's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+__all__ = ["TCPProxy"]
+
+_CHUNK = 262_144
+
+
+class TCPProxy:
+    """Forward local connections to ``upstream`` (``https://host:port``), byte for byte.
+
+    ``received`` counts the bytes the upstream sent through the proxy.
+    ``stall()`` makes every connection open at that moment stop forwarding, in
+    both directions, without closing; connections opened later go through.
+    Use as ``async with TCPProxy(configuration.host) as proxy:``; leaving the
+    block closes every connection.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        scheme, _, hostport = upstream.partition("://")
+        host, sep, port = hostport.rstrip("/").rpartition(":")
+        if not scheme or not sep or not port.isdigit():
+            raise ValueError(f"upstream {upstream!r} is not scheme://host:port")
+        self._scheme, self._host, self._port = scheme, host.strip("[]"), int(port)
+        self.received = 0
+        self.url = ""
+        self._server: asyncio.Server | None = None
+        self._open: list[asyncio.Event] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> TCPProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"{self._scheme}://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def stall(self) -> None:
+        """Black-hole every connection open now (they stay open, nothing crosses)."""
+        for stalled in self._open:
+            stalled.set()
+        self._open.clear()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(self._host, self._port)
+        except OSError:
+            writer.close()  # the upstream refuses: so does the proxy
+            return
+        stalled = asyncio.Event()
+        self._open.append(stalled)
+        for task in (asyncio.ensure_future(self._pipe(reader, up_writer, stalled, False)),
+                     asyncio.ensure_future(self._pipe(up_reader, writer, stalled, True))):
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter,
+                    stalled: asyncio.Event, count: bool) -> None:
+        try:
+            while (data := await src.read(_CHUNK)) and not stalled.is_set():
+                if count:
+                    self.received += len(data)
+                dst.write(data)
+                await dst.drain()
+            if stalled.is_set():
+                await asyncio.Event().wait()  # hold the socket open, forward nothing
+        except OSError:
+            pass
+        finally:
+            dst.close()
