@@ -82,6 +82,7 @@ from ._predicates import all_of as all_of
 from ._predicates import annotations_changed as annotations_changed
 from ._predicates import any_of as any_of
 from ._predicates import generation_changed as generation_changed
+from ._predicates import label_selector_predicate as label_selector_predicate
 from ._predicates import labels_changed as labels_changed
 from ._predicates import negate as negate
 from ._predicates import predicate as predicate
@@ -219,6 +220,7 @@ __all__ = [
     "finalize",
     "finalizer_ops",
     "generation_changed",
+    "label_selector_predicate",
     "labels_changed",
     "log_context",
     "metadata_only",

@@ -336,6 +336,29 @@ class Client:
         return await self._patch("patch", resource, name, patch, namespace, type,
                                  field_manager, force, "")
 
+    async def apply(self, resource: Resource, obj: Mapping[str, Any],
+                    namespace: str | None = None, *, field_manager: str, force: bool = False,
+                    dry_run: bool = False) -> dict[str, Any]:
+        """Server-side apply ``obj``, the full intent of ``field_manager``; the result.
+
+        The object is created if missing. Fields another manager owns with a
+        different value answer :class:`Conflict` naming each field and owner,
+        unless ``force=True`` takes them over; fields this manager applied
+        before and leaves out now are removed (unless another manager owns
+        them too). ``dry_run=True`` asks the server to check and answer
+        without storing anything (``dryRun=All``); the answer is not taken as
+        a write the cache should wait to see.
+        """
+        meta = obj.get("metadata") or {}
+        name, ns = meta.get("name"), meta.get("namespace") or None
+        if not name:
+            raise ValueError("apply: the object needs metadata.name")
+        if namespace and ns and namespace != ns:
+            raise ValueError(f"apply: namespace {namespace!r} does not match the object's "
+                             f"metadata.namespace {ns!r}")
+        return await self._patch("patch", resource, str(name), obj, namespace or ns, "apply",
+                                 field_manager, force, "", dry_run=dry_run)
+
     async def patch_status(self, resource: Resource, name: str, patch: Any,
                            namespace: str | None = None, *, type: str = "merge",
                            field_manager: str | None = None, force: bool | None = None
@@ -346,7 +369,8 @@ class Client:
 
     async def _patch(self, verb: str, resource: Resource, name: str, patch: Any,
                      namespace: str | None, type: str, field_manager: str | None,
-                     force: bool | None, suffix: str) -> dict[str, Any]:
+                     force: bool | None, suffix: str, *, dry_run: bool = False
+                     ) -> dict[str, Any]:
         content_type = PATCH_CONTENT_TYPES.get(type)
         if content_type is None:
             raise ValueError(f"unknown patch type {type!r}; use one of "
@@ -357,11 +381,13 @@ class Client:
             raise ValueError("force is only allowed with type='apply'")
         if type == "apply" and isinstance(patch, Mapping):
             patch = with_type(resource, patch)
-        params = {"fieldManager": field_manager, "force": force}
+        params = {"fieldManager": field_manager, "force": force,
+                  "dryRun": "All" if dry_run else None}
         path = object_path(resource, namespace, name, verb) + suffix
         patched = await self.request("PATCH", path, params=params, body=patch,
                                      content_type=content_type)
-        self._writes.observe(verb, resource, patched)
+        if not dry_run:  # nothing was stored: no event of it will ever come
+            self._writes.observe(verb, resource, patched)
         return patched
 
     async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,

@@ -21,6 +21,7 @@ registry; nothing is process-global.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
 import socket
@@ -103,8 +104,10 @@ class Manager:
                 renew_deadline=renew_deadline, retry_period=retry_period, clock=clock,
                 on_change=leader_metrics.set_leader)
         self._stop = anyio.Event()
+        self._started = anyio.Event()  # controllers running
         self._synced = False
         self._running = False
+        self._background: asyncio.Task[None] | None = None
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -199,6 +202,7 @@ class Manager:
             for controller in self.controllers:
                 await workers.start(controller.run)
             logger.info("started %d controller(s)", len(self.controllers))
+            self._started.set()
             await self._stop.wait()
             logger.info("shutting down: finishing in-flight reconciles (grace %.0fs)",
                         self.graceful_shutdown_timeout)
@@ -224,6 +228,49 @@ class Manager:
             tg.cancel_scope.cancel()
             return True
         return False
+
+    async def start(self) -> None:
+        """Run the manager in the background; return once its controllers run.
+
+        That is once the caches synced and, with leader election, the Lease is
+        held. Raises what stopped the manager if it ended first (a cache sync
+        timeout, endpoints that cannot be served). Stop it with
+        :meth:`shutdown`, from any task: unlike :meth:`run` in a task group,
+        start and shutdown may come from different tasks, as the set-up and
+        the teardown of a pytest-asyncio fixture do. ``async with manager:``
+        does both.
+        """
+        if self._background is not None or self._running:
+            raise RuntimeError("this manager is already running")
+        self._background = task = asyncio.ensure_future(self.run())
+        started = asyncio.ensure_future(self._started.wait())
+        try:
+            await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            started.cancel()
+        if task.done():
+            self._background = None
+            task.result()  # raises what ended it
+            raise RuntimeError("the manager stopped before its controllers started")
+
+    async def shutdown(self) -> None:
+        """Stop a manager :meth:`start` started, gracefully, and wait until it is done.
+
+        Raises what ended it if that was not the stop (a lost Lease, say).
+        Does nothing if it is not running.
+        """
+        task, self._background = self._background, None
+        if task is None:
+            return
+        self.stop()
+        await task
+
+    async def __aenter__(self) -> Manager:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
 
     def _set_port(self, port: int) -> None:
         self.http_port = port

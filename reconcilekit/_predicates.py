@@ -12,12 +12,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._selectors import LabelSelector
+
 __all__ = [
     "Predicate",
     "all_of",
     "annotations_changed",
     "any_of",
     "generation_changed",
+    "label_selector_predicate",
     "labels_changed",
     "negate",
     "predicate",
@@ -59,6 +62,26 @@ def generation_changed() -> Predicate:
     """Updates that changed ``metadata.generation`` (the spec), or started deletion."""
     return predicate(update=lambda old, new: _deletion_started(old, new) or (
         _meta(old).get("generation") != _meta(new).get("generation")))
+
+
+def label_selector_predicate(selector: str | Mapping[str, str]) -> Predicate:
+    """Events of objects whose labels match ``selector`` (``"app=web,tier!=db"`` or
+    ``{"app": "web"}``), as controller-runtime's ``LabelSelectorPredicate``.
+
+    An update passes when the old or the new object matches, so an object
+    that stops matching is reconciled once more (controller-runtime looks at
+    the new one only). A malformed selector raises :class:`SelectorError`
+    naming the problem, when the predicate is made.
+    """
+    text = selector if isinstance(selector, str) else ",".join(
+        f"{k}={v}" for k, v in selector.items())
+    parsed = LabelSelector.parse(text)
+
+    def matches(obj: Obj) -> bool:
+        return parsed.matches(_meta(obj).get("labels"))
+
+    return predicate(create=matches, update=lambda old, new: matches(old) or matches(new),
+                     delete=matches)
 
 
 def labels_changed() -> Predicate:

@@ -23,9 +23,11 @@ from reconcilekit import (
     Request,
     Resource,
     Result,
+    SelectorError,
     TerminalError,
     enqueue_object,
     generation_changed,
+    label_selector_predicate,
     labels_changed,
 )
 from reconcilekit.testing import Cluster, FakeClock, eventually
@@ -270,6 +272,20 @@ async def test_predicates_filter_events(apiserver: Cluster, client: Client) -> N
         await client.patch(CONFIGMAPS, "p", {"metadata": {"labels": {"a": "b"}}}, ns)
         await eventually(lambda: reconciler.calls["p"] == 2)
     assert reconciler.calls["p"] == 2
+
+
+def test_the_label_selector_predicate_sees_objects_enter_and_leave() -> None:
+    web = {"metadata": {"labels": {"app": "web", "tier": "front"}}}
+    db = {"metadata": {"labels": {"app": "db"}}}
+    bare: dict[str, Any] = {"metadata": {}}
+    p = label_selector_predicate("app=web,tier!=back")
+    assert p.create(web) and not p.create(db) and not p.create(bare)
+    assert p.update(db, web) and p.update(web, db)  # entering and leaving both pass
+    assert not p.update(db, bare)
+    assert p.delete(web) and not p.delete(db)
+    assert label_selector_predicate({"app": "db"}).create(db)
+    with pytest.raises(SelectorError):
+        label_selector_predicate("app in (web")
 
 
 def test_deletion_always_passes_the_generation_predicate() -> None:

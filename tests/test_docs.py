@@ -19,21 +19,22 @@ BACKEND_VARIABLES = ("RECONCILEKIT_TEST_KUBECONFIG", "RECONCILEKIT_TEST_ASSETS",
                      "KUBEBUILDER_ASSETS")
 
 
-def test_testing_guide_worked_example_passes(tmp_path: Path) -> None:
+def test_testing_guide_worked_examples_pass(tmp_path: Path) -> None:
     blocks = [b for b in _python_blocks((DOCS / "testing.md").read_text())
               if "async def test_" in b]
-    assert len(blocks) == 1, "docs/testing.md should hold one runnable worked example"
-    module = tmp_path / "test_worked_example.py"
-    module.write_text(blocks[0])
+    assert len(blocks) == 2, "docs/testing.md should hold its two runnable worked examples"
+    for i, block in enumerate(blocks):
+        module = tmp_path / f"test_worked_example_{i}.py"
+        module.write_text(block)
     got = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
          "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function",
-         "--rootdir", str(tmp_path), str(module)],
+         "--rootdir", str(tmp_path), str(tmp_path)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        # the example injects faults: it runs on the in-process server whatever the backend
+        # the examples inject faults: they run on the in-process server whatever the backend
         env={k: v for k, v in os.environ.items() if k not in BACKEND_VARIABLES})
     assert got.returncode == 0, got.stdout + got.stderr
-    assert "1 passed" in got.stdout
+    assert "2 passed" in got.stdout
 
 
 def _files(text: str) -> dict[str, str]:

@@ -9,12 +9,14 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import anyio
 import pytest
+import pytest_asyncio
 
 from reconcilekit import (
     Cache,
@@ -341,3 +343,40 @@ async def test_stop_during_cache_sync_returns_at_once(client: Client) -> None:
         await eventually(lambda: 3600.0 in clock.deadlines())
         manager.stop()
         await eventually(lambda: not manager._running)
+
+
+@pytest_asyncio.fixture
+async def started(apiserver: Cluster, client: Client) -> AsyncIterator[Manager]:
+    """A user's fixture: pytest-asyncio runs its set-up and teardown in different tasks,
+    where a task group entered in one and left in the other would fail."""
+    manager = Manager(client, namespace=apiserver.namespace, http_addr=None)
+    manager.controller().for_(CONFIGMAPS).owns(SECRETS).complete(
+        ConfigMapToSecret(client, manager.cache))
+    async with manager:
+        yield manager
+
+
+async def test_a_manager_started_in_a_fixture_runs_and_stops_cleanly(
+        started: Manager, apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    assert started.ready() == (True, "ok")  # start() returned once the controllers ran
+    await client.create(CONFIGMAPS, cm("in-fixture", color="green"), ns)
+
+    async def copied() -> bool:
+        try:
+            return bool((await client.get(SECRETS, "in-fixture", ns)).get("data"))
+        except NotFound:
+            return False
+
+    await eventually(copied, what="the Secret written by the fixture's manager")
+
+
+async def test_start_raises_what_ended_the_manager(client: Client) -> None:
+    async with anyio.create_task_group() as tg:
+        blocker = Manager(client, http_addr="127.0.0.1:0")
+        await tg.start(blocker.run)
+        taken = f"127.0.0.1:{blocker.http_port}"
+        with pytest.raises(EndpointsError, match=f"cannot serve .* on {taken}"):
+            await Manager(client, http_addr=taken).start()
+        blocker.stop()
+    await Manager(client, http_addr=None).shutdown()  # never started: nothing to do

@@ -41,6 +41,7 @@ from reconcilekit import (
     Request,
     Result,
 )
+from reconcilekit.ownership import set_controller_reference
 
 from .index import Indexes
 from .observe import expectations_handler
@@ -151,16 +152,13 @@ class PoolReconciler(Reconciler):
             body: Obj = {
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {
-                    "generateName": f"{request.name}-",
+                    "generateName": f"{request.name}-", "namespace": request.namespace,
                     "labels": {**(meta.get("labels") or {}), POOL_LABEL: request.name,
                                PHASE_LABEL: PodPhase.IDLE},
-                    "annotations": dict(meta.get("annotations") or {}),
-                    "ownerReferences": [{
-                        "apiVersion": CNPOOLS.api_version, "kind": CNPOOLS.kind,
-                        "name": request.name, "uid": uid_of(pool), "controller": True,
-                        "blockOwnerDeletion": True}]},
+                    "annotations": dict(meta.get("annotations") or {})},
                 "spec": copy.deepcopy(template.get("spec") or {}),
             }
+            set_controller_reference(pool, body)  # the Pods go with their pool
             try:
                 await self.client.create(PODS, body, request.namespace)
             except Exception:

@@ -1,0 +1,126 @@
+"""Create or update: make an object what a mutate function says, writing only if needed.
+
+``create_or_update`` and ``create_or_patch`` follow controller-runtime's
+``controllerutil.CreateOrUpdate`` / ``CreateOrPatch``: read the object (a
+fresh read, not the cache's: the write that follows is based on it), let
+``mutate`` change it in place (it is also given a new object, with only
+apiVersion, kind, name and namespace, when there is none), then create it,
+or write what changed, or write nothing at all.
+
+Guarantees:
+  * nothing is written when ``mutate`` changed nothing: the outcome is
+    ``Outcome.UNCHANGED`` and no request but the read was made;
+  * ``create_or_update`` writes with the resourceVersion it read: a change
+    made meanwhile by someone else is never overwritten; the 409 is retried
+    with a new read, up to ``attempts`` times, as is a create that finds
+    the object created meanwhile (AlreadyExists);
+  * ``create_or_patch`` sends a JSON merge patch of what ``mutate`` changed,
+    so fields it did not touch are never written back, and a concurrent
+    change of other fields needs no retry;
+  * ``mutate`` may not rename or move the object: ValueError.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from ._client import Client
+from ._errors import AlreadyExists, Conflict, NotFound
+from ._objects import Resource
+
+__all__ = ["Mutate", "Outcome", "create_or_patch", "create_or_update", "merge_patch"]
+
+Obj = dict[str, Any]
+Mutate = Callable[[Obj], Awaitable[None] | None]
+
+
+class Outcome(enum.StrEnum):
+    """What :func:`create_or_update` / :func:`create_or_patch` did."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+async def create_or_update(client: Client, resource: Resource, name: str,
+                           namespace: str | None, mutate: Mutate, *,
+                           attempts: int = 5) -> tuple[Outcome, Obj]:
+    """Make the object ``name`` what ``mutate`` says, with an update (PUT) if it exists.
+
+    Returns what was done and the object as stored (or as read, unchanged).
+    """
+    return await _converge(client, resource, name, namespace, mutate, attempts, patch=False)
+
+
+async def create_or_patch(client: Client, resource: Resource, name: str,
+                          namespace: str | None, mutate: Mutate, *,
+                          attempts: int = 5) -> tuple[Outcome, Obj]:
+    """Like :func:`create_or_update`, writing only the changed fields (a merge patch)."""
+    return await _converge(client, resource, name, namespace, mutate, attempts, patch=True)
+
+
+async def _converge(client: Client, resource: Resource, name: str, namespace: str | None,
+                    mutate: Mutate, attempts: int, *, patch: bool) -> tuple[Outcome, Obj]:
+    if attempts < 1:
+        raise ValueError(f"attempts must be >= 1, got {attempts}")
+    ns = namespace if resource.namespaced else None
+    for attempt in range(1, attempts + 1):
+        try:
+            current = await client.get(resource, name, ns)
+        except NotFound:
+            fresh: Obj = {"apiVersion": resource.api_version, "kind": resource.kind,
+                          "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
+            await _mutate(mutate, fresh, name, ns)
+            try:
+                return Outcome.CREATED, await client.create(resource, fresh, ns)
+            except AlreadyExists:
+                if attempt == attempts:
+                    raise
+                continue  # created meanwhile: read it and mutate that
+        before = copy.deepcopy(current)
+        await _mutate(mutate, current, name, ns)
+        if current == before:
+            return Outcome.UNCHANGED, current
+        if patch:
+            diff = merge_patch(before, current)
+            return Outcome.UPDATED, await client.patch(resource, name, diff, ns)
+        try:
+            return Outcome.UPDATED, await client.update(resource, current)
+        except Conflict:
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")  # every path of the last attempt returns or raises
+
+
+async def _mutate(mutate: Mutate, obj: Obj, name: str, namespace: str | None) -> None:
+    result = mutate(obj)
+    if inspect.isawaitable(result):
+        await result
+    meta = obj.get("metadata") or {}
+    if meta.get("name") != name or (meta.get("namespace") or None) != namespace:
+        raise ValueError(f"mutate changed the object's name or namespace (to "
+                         f"{meta.get('namespace')}/{meta.get('name')}); it may change "
+                         "anything else")
+
+
+def merge_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) that turns ``before`` into ``after``."""
+    out: dict[str, Any] = {}
+    for key in before.keys() - after.keys():
+        out[key] = None
+    for key, value in after.items():
+        old = before.get(key, _MISSING)
+        if old == value:
+            continue
+        if isinstance(old, Mapping) and isinstance(value, Mapping):
+            out[key] = merge_patch(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+_MISSING: Any = object()
