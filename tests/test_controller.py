@@ -208,10 +208,13 @@ async def test_failures_are_logged_by_kind_one_line_each_and_repeats_counted(
     async with running(cache, controller):
         for name in outcomes:
             await client.create(CONFIGMAPS, cm(name), ns)
-        for attempt in range(1, 6):  # four failures each, a second apart, then success
-            await eventually(lambda a=attempt: all(reconciler.calls[n] == a for n in outcomes))
+        for attempt in range(1, 5):  # four failures each, a second apart, then success
+            # every key has failed and waits out its backoff before the clock moves
+            await eventually(lambda a=attempt: all(reconciler.calls[n] == a for n in outcomes)
+                             and controller.queue.statistics().waiting == len(outcomes))
             clock.advance(1)
-        await eventually(lambda: controller.queue.statistics().waiting == 0)
+        await eventually(lambda: all(reconciler.calls[n] == 5 for n in outcomes)
+                         and controller.queue.statistics().waiting == 0)
     lines: dict[str, list[logging.LogRecord]] = {name: [] for name in outcomes}
     for r in caplog.records:
         if r.name == "reconcilekit.controller" and (name := getattr(r, "key", "")[len(ns) + 1:]):
