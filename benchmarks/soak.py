@@ -46,24 +46,22 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import yaml
 
+from examples.cnclaim.operator import install_crds
 from examples.cnclaim.resources import (
     CNCLAIMS,
     CNCLAIMSETS,
     CNPOOLS,
-    CRDS,
     PODS,
     POOL_LABEL,
     name_of,
 )
 from examples.cnclaim.scenario import POD_TEMPLATE, converged
-from reconcilekit import AlreadyExists, Client, NotFound, Resource
+from reconcilekit import Client, NotFound, Resource
 from reconcilekit.testing import ControlPlane, NodeSimulator
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-MANIFESTS = ROOT / "examples" / "cnclaim" / "manifests"
 NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 NS = "soak"
 POOL = "soak"
@@ -135,13 +133,9 @@ async def soak(assets: str, minutes: float, idle_minutes: float, pool: int, seed
         async with ControlPlane(assets) as plane:
             plane.write_kubeconfig(kubeconfig)
             async with Client(plane.configuration()) as client:
-                for doc in yaml.safe_load_all((MANIFESTS / "crds.yaml").read_text()):
-                    if doc and doc.get("kind") == "CustomResourceDefinition":
-                        with contextlib.suppress(AlreadyExists):
-                            await client.create(CRDS, doc)
+                await install_crds(client)  # and wait until they are Established
                 await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                                  "metadata": {"name": NS}})
-                await anyio.sleep(3)  # the CRDs are served
                 with log_path.open("w") as log:
                     proc = await asyncio.create_subprocess_exec(
                         sys.executable, "-m", "examples.cnclaim", "--kubeconfig",

@@ -45,15 +45,13 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-import yaml
 
-from examples.cnclaim.operator import LEASE_NAME
+from examples.cnclaim.operator import LEASE_NAME, install_crds
 from examples.cnclaim.resources import (
     CLAIMED_BY_LABEL,
     CNCLAIMS,
     CNCLAIMSETS,
     CNPOOLS,
-    CRDS,
     PODS,
     claimed_by,
     name_of,
@@ -204,10 +202,7 @@ async def _world(tmp_path: Path) -> AsyncIterator[tuple[ControlPlane, Client, Pa
             f"--request-timeout={REQUEST_TIMEOUT}s",)) as plane:
         kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig")
         async with Client(plane.configuration(), timeout=REQUEST_TIMEOUT) as client:
-            for doc in yaml.safe_load_all((ROOT / "examples" / "cnclaim" / "manifests" /
-                                           "crds.yaml").read_text()):
-                if doc and doc.get("kind") == "CustomResourceDefinition":
-                    await client.create(CRDS, doc)
+            await install_crds(client)  # and wait until they are Established
             await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": NS}})
             yield plane, client, kubeconfig
