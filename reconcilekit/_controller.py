@@ -261,8 +261,14 @@ class Controller:
         is a bug, in the reconciler or here: its traceback is logged the first
         time per key, one line after that.
         """
-        attempt = self.queue.num_requeues(request)
-        retry = "not retried: shutting down" if delay is None else f"retrying in {delay:.2f}s"
+        # The rate limiter counted this failure unless it scheduled nothing.
+        attempt = self.queue.num_requeues(request) + (delay is None)
+        if delay is not None:
+            retry = f"retrying in {delay:.2f}s"
+        elif self.queue.shutting_down:
+            retry = "not retried: shutting down"
+        else:  # a change came in meanwhile: the key is queued again already
+            retry = "queued again already"
         what = describe_error(err)
         if isinstance(err, Conflict):
             logger.info("reconcile failed (attempt %d): %s; %s", attempt, what, retry,

@@ -236,6 +236,34 @@ async def test_failures_are_logged_by_kind_one_line_each_and_repeats_counted(
     assert all(getattr(r, "controller", "") == "logs" for rs in lines.values() for r in rs)
 
 
+async def test_a_failure_while_a_change_came_in_says_the_key_is_queued_again(
+        apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, cm("busy"), ns)
+    cache = Cache(client, namespace=ns)
+    calls = 0
+
+    class ChangesThenFails(Reconciler):
+        async def reconcile(self, request: Request) -> Result:
+            nonlocal calls
+            if request.name != "busy":
+                return Result.done()
+            calls += 1
+            if calls == 1:  # a change arrives while this reconcile runs, then it fails
+                await client.patch(CONFIGMAPS, "busy", {"data": {"v": "2"}}, ns)
+                await eventually(lambda: cache.has_seen_own_write(CONFIGMAPS, "busy", ns))
+                raise RuntimeError("failed after the change")
+            return Result.done()
+
+    controller = Controller("busy", ChangesThenFails(), cache)
+    controller.watch(CONFIGMAPS, enqueue_object)
+    async with running(cache, controller):
+        await eventually(lambda: calls == 2)  # the queued change, at once, not after backoff
+    [line] = [r.getMessage() for r in caplog.records if r.name == "reconcilekit.controller"]
+    assert line == ("reconcile failed (attempt 1): RuntimeError: failed after the change; "
+                    "queued again already")
+
+
 async def test_reconcile_timeout_cancels_and_retries(apiserver: Cluster, client: Client
                                                      ) -> None:
     ns = apiserver.namespace
