@@ -37,6 +37,7 @@ from reconcilekit import (
     Request,
     Result,
 )
+from reconcilekit.ownership import set_controller_reference
 
 from .index import Indexes
 from .observe import expectations_handler
@@ -136,15 +137,12 @@ class ClaimSetReconciler(Reconciler):
             body: Obj = {
                 "apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
                 "metadata": {
-                    "generateName": f"{request.name}-",
+                    "generateName": f"{request.name}-", "namespace": request.namespace,
                     "labels": {**(meta.get("labels") or {}), CLAIMSET_LABEL: request.name},
-                    "annotations": dict(meta.get("annotations") or {}),
-                    "ownerReferences": [{
-                        "apiVersion": CNCLAIMSETS.api_version, "kind": CNCLAIMSETS.kind,
-                        "name": request.name, "uid": uid_of(claimset), "controller": True,
-                        "blockOwnerDeletion": True}]},
+                    "annotations": dict(meta.get("annotations") or {})},
                 "spec": copy.deepcopy(spec),
             }
+            set_controller_reference(claimset, body)  # the claims go with their set
             try:
                 await self.client.create(CNCLAIMS, body, request.namespace)
             except Exception:
