@@ -3,6 +3,9 @@
 from ._builder import ControllerBuilder as ControllerBuilder
 from ._cache import Cache as Cache
 from ._cache import CacheSyncTimeout as CacheSyncTimeout
+from ._cache_scope import ALL_NAMESPACES as ALL_NAMESPACES
+from ._cache_scope import CacheScope as CacheScope
+from ._cache_scope import CacheScopeError as CacheScopeError
 from ._client import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA
 from ._client import PARTIAL_OBJECT_METADATA_LIST as PARTIAL_OBJECT_METADATA_LIST
 from ._client import Client as Client
@@ -116,6 +119,7 @@ from ._workqueue import QueueStatistics as QueueStatistics
 from ._workqueue import WorkQueue as WorkQueue
 
 __all__ = [
+    "ALL_NAMESPACES",
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
@@ -125,6 +129,8 @@ __all__ = [
     "BucketRateLimiter",
     "Cache",
     "CacheMetricsCollector",
+    "CacheScope",
+    "CacheScopeError",
     "CacheSyncTimeout",
     "CleanupDone",
     "CleanupNotDone",

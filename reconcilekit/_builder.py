@@ -2,12 +2,23 @@
 
 Each method says which lower-level call it stands for; everything it does
 can be written by hand with :class:`Controller` and :meth:`Controller.watch`.
+
+Cache scopes: ``for_``, ``owns`` and ``watches`` take ``scope=`` (a
+:class:`CacheScope`), which stands for ``manager.cache.require_scope(resource,
+scope)`` before the watch. Without it a watch asks for the scope the manager
+was built with for that resource (``Manager(cache_scopes=...)``, else its
+default namespaces). The manager's cache holds one scope per resource, so two
+controllers (or two watches of one) asking for different scopes of a resource
+are refused: :meth:`complete` raises :class:`CacheScopeError` naming both,
+before it creates the controller.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._cache_scope import CacheScope
 from ._controller import Controller
 from ._mappers import Mapper, enqueue_object, enqueue_owner
 from ._objects import Resource
@@ -21,15 +32,23 @@ if TYPE_CHECKING:
 __all__ = ["ControllerBuilder"]
 
 
+@dataclass(frozen=True, slots=True)
+class _Watch:
+    resource: Resource
+    mapper: Mapper | None  # None: the controlling owner, of the for_ kind
+    predicates: tuple[Predicate, ...]
+    metadata: bool
+    scope: CacheScope | None  # None: the manager's scope for the resource
+
+
 class ControllerBuilder:
     """``ControllerBuilder(manager).for_(R).owns(C).watches(X, mapper).complete(reconciler)``."""
 
     def __init__(self, manager: Manager) -> None:
         self._manager = manager
         self._name: str | None = None
-        self._for: tuple[Resource, tuple[Predicate, ...]] | None = None
-        # (resource, mapper or None for "the owner", predicates, metadata-only)
-        self._watches: list[tuple[Resource, Mapper | None, tuple[Predicate, ...], bool]] = []
+        self._for: _Watch | None = None
+        self._watches: list[_Watch] = []
         self._global: list[Predicate] = []
         self._options: dict[str, Any] = {}
 
@@ -38,34 +57,39 @@ class ControllerBuilder:
         self._name = name
         return self
 
-    def for_(self, resource: Resource, *predicates: Predicate) -> ControllerBuilder:
-        """Reconcile objects of ``resource``.
+    def for_(self, resource: Resource, *predicates: Predicate,
+             scope: CacheScope | None = None) -> ControllerBuilder:
+        """Reconcile objects of ``resource`` (those in ``scope``, if given).
 
-        Stands for ``controller.watch(resource, enqueue_object, predicates=...)``.
+        Stands for ``cache.require_scope(resource, scope)`` then
+        ``controller.watch(resource, enqueue_object, predicates=...)``.
         """
         if self._for is not None:
-            raise ValueError(f"for_ was already given ({self._for[0]}); a controller "
+            raise ValueError(f"for_ was already given ({self._for.resource}); a controller "
                              "reconciles one kind")
-        self._for = (resource, predicates)
+        self._for = _Watch(resource, None, predicates, False, scope)
         return self
 
-    def owns(self, resource: Resource, *predicates: Predicate) -> ControllerBuilder:
+    def owns(self, resource: Resource, *predicates: Predicate,
+             scope: CacheScope | None = None) -> ControllerBuilder:
         """Reconcile the controlling owner (of the ``for_`` kind) of objects of ``resource``.
 
-        Stands for ``controller.watch(resource, enqueue_owner(kind, group), predicates=...)``.
+        Stands for ``cache.require_scope(resource, scope)`` then
+        ``controller.watch(resource, enqueue_owner(kind, group), predicates=...)``.
         """
-        self._watches.append((resource, None, predicates, False))
+        self._watches.append(_Watch(resource, None, predicates, False, scope))
         return self
 
     def watches(self, resource: Resource, mapper: Mapper, *predicates: Predicate,
-                metadata: bool = False) -> ControllerBuilder:
+                metadata: bool = False, scope: CacheScope | None = None) -> ControllerBuilder:
         """Reconcile what ``mapper(obj)`` returns for events of ``resource``.
 
-        Stands for ``controller.watch(resource, mapper, predicates=..., metadata=...)``;
+        Stands for ``cache.require_scope(resource, scope)`` then
+        ``controller.watch(resource, mapper, predicates=..., metadata=...)``;
         the mapper is synchronous and may read the manager's cache and its
         field indexes with :meth:`Cache.lookup`.
         """
-        self._watches.append((resource, mapper, predicates, metadata))
+        self._watches.append(_Watch(resource, mapper, predicates, metadata, scope))
         return self
 
     def with_predicates(self, *predicates: Predicate) -> ControllerBuilder:
@@ -86,17 +110,24 @@ class ControllerBuilder:
         return self
 
     def complete(self, reconciler: Reconciler) -> Controller:
-        """Build the controller and register it with the manager (``manager.add``)."""
+        """Build the controller and register it with the manager (``manager.add``).
+
+        Asks the manager's cache for every watch's scope first: a conflict
+        raises :class:`CacheScopeError` before the controller exists.
+        """
         if self._for is None:
             raise ValueError("call for_(resource) before complete(): which kind is reconciled?")
-        primary, primary_predicates = self._for
+        primary = self._for.resource
+        for watch in (self._for, *self._watches):
+            self._manager.cache.require_scope(watch.resource, watch.scope)
         name = self._name or primary.kind.lower()
         controller = self._manager.new_controller(name, reconciler, **self._options)
         controller.watch(primary, enqueue_object,
-                         predicates=(*self._global, *primary_predicates))
-        for resource, mapper, predicates, metadata in self._watches:
-            controller.watch(resource, mapper or _owner_mapper(primary),
-                             predicates=(*self._global, *predicates), metadata=metadata)
+                         predicates=(*self._global, *self._for.predicates))
+        for watch in self._watches:
+            controller.watch(watch.resource, watch.mapper or _owner_mapper(primary),
+                             predicates=(*self._global, *watch.predicates),
+                             metadata=watch.metadata)
         return controller
 
 

@@ -18,6 +18,23 @@ Guarantees:
     logged and counted), so a reconciler can avoid acting on a cache that
     predates its own last write.
 
+Scope (controller-runtime's ``cache.Options``): ``default_namespaces`` and
+``scopes={resource: CacheScope(...)}`` say which namespaces, labels and
+fields of each resource the cache lists, watches and holds; see
+:class:`CacheScope`. Each resource has one scope per cache, fixed by the
+first of: ``scopes``, :meth:`Cache.require_scope`, or the creation of its
+informer (which takes the default). Then:
+  * one list+watch per namespace of the scope, merged into one store: reads,
+    field indexes and handlers see every namespace of it as one;
+  * selectors are sent to the server, so nothing outside the scope is
+    listed, watched, stored or handed to a handler;
+  * a read naming a namespace outside the scope raises
+    :class:`CacheScopeError`, never answers "nothing" (except under the
+    older ``namespace=``, whose reads elsewhere find nothing, as they did);
+  * asking for a second, different scope of a resource raises
+    :class:`CacheScopeError`: what one controller watches is never widened
+    or narrowed behind its back by another.
+
 Reading from a cache that is not running raises RuntimeError at once.
 """
 
@@ -30,6 +47,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
+from ._cache_scope import CacheScope, CacheScopeError, resolve_scope
 from ._client import Client
 from ._client_writes import WriteRecord
 from ._clock import Clock, SystemClock
@@ -70,15 +88,52 @@ class _InformerKey:
     metadata_only: bool
 
 
+@dataclass(frozen=True, slots=True)
+class _FixedScope:
+    """The resolved scope a resource is cached with, and what fixed it (for errors)."""
+
+    scope: CacheScope
+    fixed_by: str
+    strict: bool  # False: reads of other namespaces find nothing (the older namespace=)
+
+
 class Cache:
-    """Shared informers for one client, and the reads controllers make from them."""
+    """Shared informers for one client, and the reads controllers make from them.
+
+    ``namespace`` (one namespace) or ``default_namespaces`` (a set; one
+    list+watch each) scope every namespaced resource without a scope of its
+    own in ``scopes``; neither means all namespaces. Cluster-scoped
+    resources are always cached whole.
+
+    Invariants: every resource with an informer is in ``_scopes``, and its
+    informers (full and metadata-only) list and watch exactly that scope;
+    a scope in ``_scopes`` is resolved (its ``namespaces`` is never None)
+    and never changes.
+    """
 
     def __init__(self, client: Client, *, namespace: str | None = None,
+                 default_namespaces: Iterable[str] | None = None,
+                 scopes: Mapping[Resource, CacheScope] | None = None,
                  clock: Clock = _SYSTEM_CLOCK, resync_period: float | None = None,
                  relist_period: float | None = None, liveness_timeout: float = 60.0,
                  own_write_timeout: float = 60.0) -> None:
+        if namespace is not None and default_namespaces is not None:
+            raise ValueError("give namespace or default_namespaces, not both "
+                             "(default_namespaces={ns} is namespace=ns, with strict reads)")
         self.client = client
         self.namespace = namespace
+        defaults = CacheScope(namespaces=default_namespaces if namespace is None
+                              else {namespace} if namespace else None)
+        # None: every namespace.
+        self.default_namespaces = None if defaults.all_namespaces else defaults.namespaces
+        self._scopes: dict[Resource, _FixedScope] = {}
+        self._configured: dict[Resource, CacheScope] = {}
+        for resource, scope in (scopes or {}).items():
+            if not isinstance(resource, Resource) or not isinstance(scope, CacheScope):
+                raise TypeError(f"scopes maps a Resource to a CacheScope, got {resource!r}: "
+                                f"{scope!r}")
+            self._configured[resource] = scope
+            self._scopes[resource] = self._resolve(resource, scope, "the cache's scopes")
         self.clock = clock
         self.resync_period = resync_period
         self.relist_period = relist_period
@@ -94,6 +149,10 @@ class Cache:
     def informer_for(self, resource: Resource, *, metadata: bool = False) -> Informer:
         """The shared informer of ``resource`` (created, and started if running, on first use).
 
+        It lists and watches the resource's scope (:meth:`scope_of`): one
+        watcher per namespace of it, with its selectors. Creating it fixes
+        that scope, if nothing asked for one before.
+
         ``metadata=True`` gives a metadata-only informer: it lists and watches
         ``PartialObjectMetadata`` (the server sends no spec, status or data)
         and its store keeps apiVersion, kind and metadata, for kinds that only
@@ -102,9 +161,15 @@ class Cache:
         key = _InformerKey(resource, metadata)
         informer = self._informers.get(key)
         if informer is None:
+            fixed = self._scopes.get(resource)
+            if fixed is None:
+                fixed = self._scopes[resource] = self._resolve(
+                    resource, None, "its informer, created (by a watch, index_field or a read) "
+                    "before any scope was asked for")
+            namespaces, labels, fields = _watch_arguments(fixed.scope)
             informer = Informer(
-                self.client, resource,
-                namespace=self.namespace if resource.namespaced else None,
+                self.client, resource, namespaces=namespaces,
+                label_selector=labels, field_selector=fields,
                 transform=metadata_only if metadata else strip_managed_fields,
                 metadata_only=metadata,
                 resync_period=self.resync_period, relist_period=self.relist_period,
@@ -117,6 +182,68 @@ class Cache:
             if self._tg is not None:
                 self._tg.start_soon(informer.run)
         return informer
+
+    # -- scopes --------------------------------------------------------------------------
+
+    def scope_of(self, resource: Resource) -> CacheScope:
+        """The resolved scope ``resource`` is cached with (or would be, if nothing asked yet).
+
+        Its ``namespaces`` is never None: ``{ALL_NAMESPACES}`` stands for
+        every namespace (and for any cluster-scoped resource).
+        """
+        fixed = self._scopes.get(resource)
+        if fixed is not None:
+            return fixed.scope
+        return self._resolve(resource, None, "").scope
+
+    def require_scope(self, resource: Resource, scope: CacheScope | None = None) -> CacheScope:
+        """Cache ``resource`` with ``scope``; returns it resolved (see :meth:`scope_of`).
+
+        ``None`` asks for the scope the cache was built with for it (its
+        ``scopes`` entry, else the default namespaces). The first call (or
+        the first informer of ``resource``) fixes its scope; a later call
+        asking for a different resolved scope raises :class:`CacheScopeError`
+        naming both, because the informer is shared: widening it would hand
+        other watchers objects they excluded, narrowing it would hide
+        objects from them. Call it before anything creates the informer
+        (a watch, :meth:`index_field`, a read). Raises ValueError for
+        namespaces given to a cluster-scoped resource.
+        """
+        wanted = self._resolve(resource, scope if scope is not None
+                               else self._configured.get(resource),
+                               "an earlier require_scope (as a builder's for_, owns and watches "
+                               "make)")
+        fixed = self._scopes.setdefault(resource, wanted)
+        if fixed.scope != wanted.scope:
+            raise CacheScopeError(
+                f"{resource} is already cached with scope ({fixed.scope}), fixed by "
+                f"{fixed.fixed_by}; it cannot also be cached with scope ({wanted.scope}): "
+                "a cache holds one scope per resource, shared by every controller that "
+                "watches it. Ask for the same scope everywhere (a builder's scope= on each "
+                "for_/owns/watches of it), or set it once with Manager(cache_scopes=...)",
+                resource, fixed.scope)
+        return fixed.scope
+
+    def _resolve(self, resource: Resource, scope: CacheScope | None,
+                 fixed_by: str) -> _FixedScope:
+        resolved = resolve_scope(resource, scope, self.default_namespaces)
+        from_default = scope is None or scope.namespaces is None
+        return _FixedScope(resolved, fixed_by,
+                           strict=not (from_default and self.namespace is not None))
+
+    def _check_namespace(self, resource: Resource, namespace: str | None) -> None:
+        """Raise :class:`CacheScopeError` if ``namespace`` is outside ``resource``'s scope."""
+        fixed = self._scopes.get(resource)
+        if (not namespace or fixed is None or _holds(fixed.scope, namespace)
+                or not fixed.strict):
+            return
+        raise CacheScopeError(
+            f"{resource} in namespace {namespace!r} is outside this cache's scope for it "
+            f"({fixed.scope}): the cache never lists or watches it, so it cannot answer. "
+            "Widen the scope (Manager(default_namespaces=... or cache_scopes=...)), or read "
+            "that namespace from the API server with the client", resource, fixed.scope)
+
+    # -- indexes and handlers ----------------------------------------------------------------
 
     def index_field(self, resource: Resource, field_name: str,
                     fn: Callable[[Mapping[str, Any]], Iterable[str]]) -> None:
@@ -175,18 +302,35 @@ class Cache:
 
     # -- reads -----------------------------------------------------------------------------------
 
-    async def _synced(self, resource: Resource, metadata: bool) -> Informer:
+    async def _synced(self, resource: Resource, metadata: bool,
+                      namespace: str | None) -> Informer:
         if self._tg is None:
             raise RuntimeError("the cache is not running: start Cache.run() first")
         informer = self.informer_for(resource, metadata=metadata)
+        self._check_namespace(resource, namespace)
         if not informer.has_synced:
             await informer.synced.wait()
         return informer
 
+    def _registered(self, resource: Resource, metadata: bool,
+                    namespace: str | None) -> Informer:
+        informer = self._informers.get(_InformerKey(resource, metadata))
+        if informer is None:
+            raise RuntimeError(f"no informer for {resource} in this cache: register one "
+                               "(index_field, informer_for or a watch) before reading it")
+        self._check_namespace(resource, namespace)
+        return informer
+
     async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
                   metadata: bool = False) -> Obj:
-        """The cached object; raises :class:`NotFound` when the cache has none."""
-        informer = await self._synced(resource, metadata)
+        """The cached object; raises :class:`NotFound` when the cache has none.
+
+        An object outside the resource's label or field selector is not in
+        the cache: NotFound. A namespace outside its scope raises
+        :class:`CacheScopeError` (as do :meth:`list`, :meth:`lookup` and
+        :meth:`lookup_keys`).
+        """
+        informer = await self._synced(resource, metadata, namespace)
         key = ObjectKey(namespace or "" if resource.namespaced else "", name)
         obj = informer.store.get(key)
         if obj is None:
@@ -206,7 +350,7 @@ class Cache:
         selector filters the namespace's objects (index a label with
         :meth:`index_field` when that is too many).
         """
-        informer = await self._synced(resource, metadata)
+        informer = await self._synced(resource, metadata, namespace)
         return self._read(informer, namespace, label_selector, field)
 
     def lookup(self, resource: Resource, namespace: str | None = None, *,
@@ -219,10 +363,7 @@ class Cache:
         events arrive). Raises RuntimeError if no informer of ``resource``
         exists (register it, e.g. with :meth:`index_field` or a watch, first).
         """
-        informer = self._informers.get(_InformerKey(resource, metadata))
-        if informer is None:
-            raise RuntimeError(f"no informer for {resource} in this cache: register one "
-                               "(index_field, informer_for or a watch) before reading it")
+        informer = self._registered(resource, metadata, namespace)
         return self._read(informer, namespace, label_selector, field)
 
     def lookup_keys(self, resource: Resource, field: tuple[str, str], *,
@@ -236,10 +377,7 @@ class Cache:
         for a mapper that wakes a bounded number of keys (the same keys while
         the index holds the same ones).
         """
-        informer = self._informers.get(_InformerKey(resource, metadata))
-        if informer is None:
-            raise RuntimeError(f"no informer for {resource} in this cache: register one "
-                               "(index_field, informer_for or a watch) before reading it")
+        informer = self._registered(resource, metadata, namespace)
         name = _FIELD_PREFIX + field[0]
         if limit is not None and namespace is None:
             return informer.store.first_index_keys(name, field[1], limit)
@@ -282,7 +420,23 @@ class Cache:
         # anything else (Events, say) would only wait for its timeout.
         if not any(key.resource == record.resource for key in self._informers):
             return
+        if not _holds(self._scopes[record.resource].scope, record.key.namespace):
+            return  # outside the scope: never observed either
         if record.resource_version and not record.deleted:
             self.own_writes.expect((record.resource, record.key), record.resource_version)
         elif record.deleted:
             self.own_writes.delete((record.resource, record.key))
+
+
+def _holds(scope: CacheScope, namespace: str) -> bool:
+    """Whether objects of ``namespace`` (``""``: cluster-scoped) fall in a resolved scope."""
+    assert scope.namespaces is not None
+    return scope.all_namespaces or namespace in scope.namespaces
+
+
+def _watch_arguments(scope: CacheScope) -> tuple[list[str] | None, str | None, str | None]:
+    """An informer's ``namespaces``, ``label_selector`` and ``field_selector`` for ``scope``."""
+    assert scope.namespaces is not None
+    return (None if scope.all_namespaces else sorted(scope.namespaces),
+            None if scope.label_selector is None else str(scope.label_selector),
+            None if scope.field_selector is None else str(scope.field_selector))

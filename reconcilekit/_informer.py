@@ -5,10 +5,14 @@ Guarantees:
     the listed objects: objects gone from the server get ``on_delete`` with
     their last known state, changed ones ``on_update(old, new)``, new ones
     ``on_add``; so handlers converge whatever events were lost;
+  * an informer of several ``namespaces`` runs one list+watch per namespace
+    into its one store, and a list converges only its own namespace's
+    objects: a relist of one namespace never touches the others;
   * a watch event that changes nothing the store holds (same
     resourceVersion, e.g. replayed after a reconnect) calls no handler;
-  * ``has_synced`` turns True after the first complete list has been stored
-    and stays True; ``synced`` is an event to wait on;
+  * ``has_synced`` turns True once the first complete list of every
+    namespace has been stored and stays True; ``synced`` is an event to
+    wait on;
   * a handler added late is first told ``on_add`` for every stored object;
   * a handler that raises is logged and does not stop the informer or the
     other handlers;
@@ -22,7 +26,7 @@ rarely read and which is often a third of a Pod's size.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,7 +36,7 @@ import orjson
 from ._client import Client
 from ._clock import Clock, SystemClock
 from ._objects import ObjectKey, Resource, object_key
-from ._store import IndexFunc, Store
+from ._store import NAMESPACE_INDEX, IndexFunc, Store
 from ._watcher import Backoff, Watcher
 
 __all__ = [
@@ -105,15 +109,29 @@ class Informer:
 
     ``run()`` (in a task group) lists and watches until cancelled; the store
     and handlers can be set up before or after it starts.
+
+    ``namespace`` watches one namespace (None: all of them); ``namespaces``
+    instead watches each of several, one :class:`Watcher` apiece (in
+    :attr:`watchers`, sharing ``backoff`` if one is given), as
+    controller-runtime's multi-namespace cache does. Label and field
+    selectors go to the server with every list and watch.
     """
 
     def __init__(self, client: Client, resource: Resource, *, namespace: str | None = None,
+                 namespaces: Collection[str] | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  transform: Transform | None = strip_managed_fields,
                  resync_period: float | None = None, relist_period: float | None = None,
                  liveness_timeout: float = 60.0, metadata_only: bool = False,
                  clock: Clock = _SYSTEM_CLOCK,
                  backoff: Backoff | None = None) -> None:
+        if namespaces is not None:
+            if namespace is not None:
+                raise ValueError("give namespace or namespaces, not both")
+            if isinstance(namespaces, str) or not namespaces:
+                raise ValueError(f"namespaces must be a non-empty collection of names, "
+                                 f"got {namespaces!r}")
+        targets = [namespace] if namespaces is None else sorted(set(namespaces))
         self.resource = resource
         self.store = Store()
         self.transform = transform
@@ -123,18 +141,30 @@ class Informer:
         self._handlers: list[EventHandler] = []
         # Told (key, resourceVersion) of every object stored or deleted; cheap, no copies.
         self.version_observers: list[Callable[[ObjectKey, str], None]] = []
-        self.watcher = Watcher(client, resource, namespace=namespace,
-                               label_selector=label_selector, field_selector=field_selector,
-                               liveness_timeout=liveness_timeout,
-                               metadata_only=metadata_only,
-                               relist_period=relist_period, clock=clock,
-                               backoff=backoff)
+        self.watchers = tuple(
+            Watcher(client, resource, namespace=target,
+                    label_selector=label_selector, field_selector=field_selector,
+                    liveness_timeout=liveness_timeout, metadata_only=metadata_only,
+                    relist_period=relist_period, clock=clock, backoff=backoff)
+            for target in targets)
+        # One watcher lists the whole store (replace); several list a namespace each.
+        self._unlisted: set[str | None] = {None} if len(targets) == 1 else set(targets)
 
     # -- set-up --------------------------------------------------------------------------
 
     @property
     def has_synced(self) -> bool:
         return self.synced.is_set()
+
+    @property
+    def watcher(self) -> Watcher:
+        """The informer's only watcher (RuntimeError if it watches several namespaces:
+        see :attr:`watchers`)."""
+        if len(self.watchers) != 1:
+            raise RuntimeError(f"{self.resource}: this informer watches "
+                               f"{len(self.watchers)} namespaces, one watcher each: "
+                               "see watchers")
+        return self.watchers[0]
 
     def add_handler(self, handler: EventHandler) -> None:
         """Register ``handler``; if objects are stored already it gets ``on_add`` for each."""
@@ -154,7 +184,11 @@ class Informer:
         async with anyio.create_task_group() as tg:
             if self.resync_period:
                 tg.start_soon(self._resync_loop, self.resync_period)
-            await self.watcher.run(self)
+            if len(self.watchers) == 1:
+                await self.watchers[0].run(self)
+            else:
+                for watcher in self.watchers:
+                    tg.start_soon(watcher.run, _NamespaceSink(self, watcher.namespace))
 
     async def _resync_loop(self, period: float) -> None:
         while True:
@@ -170,11 +204,23 @@ class Informer:
                     self._call(handler.on_update, obj, orjson.loads(orjson.dumps(obj)))
 
     def statistics(self) -> InformerStatistics:
-        w = self.watcher.statistics()
-        age = None if w.last_activity is None else self.clock.monotonic() - w.last_activity
-        return InformerStatistics(str(self.resource), len(self.store), self.has_synced,
-                                  w.lists, max(0, w.lists - 1), w.restarts, w.dead_watches,
-                                  w.events, age, w.watching, w.last_error)
+        """This informer's numbers, summed over its watchers when it watches several
+        namespaces: ``watching`` only if every watch is open, the event age the
+        youngest, and ``last_error`` each failing namespace's, named."""
+        stats = [w.statistics() for w in self.watchers]
+        activity = [s.last_activity for s in stats if s.last_activity is not None]
+        age = self.clock.monotonic() - max(activity) if activity else None
+        if len(stats) == 1:
+            last_error = stats[0].last_error
+        else:
+            last_error = "; ".join(f"namespace {w.namespace}: {s.last_error}"
+                                   for w, s in zip(self.watchers, stats, strict=True)
+                                   if s.last_error is not None) or None
+        return InformerStatistics(
+            str(self.resource), len(self.store), self.has_synced,
+            sum(s.lists for s in stats), sum(max(0, s.lists - 1) for s in stats),
+            sum(s.restarts for s in stats), sum(s.dead_watches for s in stats),
+            sum(s.events for s in stats), age, all(s.watching for s in stats), last_error)
 
     # -- the watcher's sink ---------------------------------------------------------------------
 
@@ -182,19 +228,30 @@ class Informer:
         return self.transform(obj) if self.transform is not None else obj
 
     def replace(self, objects: list[Obj], resource_version: str) -> None:
-        """Converge the store to a complete list; tell handlers what changed."""
+        """Converge the store to a complete list; tell handlers what changed.
+
+        The sink of an informer's only watcher; with several namespaces each
+        watcher's list converges its own namespace.
+        """
+        self._converge(objects, None)
+
+    def _converge(self, objects: list[Obj], namespace: str | None) -> None:
+        """Converge the objects of ``namespace`` (None: the whole store) to a complete list."""
         fresh: dict[ObjectKey, Obj] = {}
         for obj in objects:
             prepared = self._prepare(obj)
             fresh[object_key(prepared)] = prepared
-        for key in self.store:
+        held = self.store if namespace is None else self.store.index_keys(NAMESPACE_INDEX,
+                                                                          namespace)
+        for key in held:
             if key not in fresh:
                 raw = self.store.delete(key)
                 assert raw is not None
                 self._notify_delete(orjson.loads(raw))
         for key, obj in fresh.items():
             self._upsert(key, obj)
-        if not self.synced.is_set():
+        self._unlisted.discard(namespace)
+        if not self._unlisted and not self.synced.is_set():
             self.synced.set()
 
     def apply(self, event_type: str, obj: Obj) -> None:
@@ -243,3 +300,18 @@ class Informer:
             fn(*args)
         except Exception:
             logger.exception("%s: event handler %r failed", self.resource, fn)
+
+
+class _NamespaceSink:
+    """Where the watcher of one of an informer's several namespaces delivers."""
+
+    __slots__ = ("_informer", "_namespace")
+
+    def __init__(self, informer: Informer, namespace: str | None) -> None:
+        self._informer, self._namespace = informer, namespace
+
+    def replace(self, objects: list[Obj], resource_version: str) -> None:
+        self._informer._converge(objects, self._namespace)
+
+    def apply(self, event_type: str, obj: Obj) -> None:
+        self._informer.apply(event_type, obj)

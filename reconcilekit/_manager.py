@@ -26,7 +26,7 @@ import logging
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import anyio
@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from ._builder import ControllerBuilder
 from ._cache import Cache, CacheSyncTimeout
+from ._cache_scope import CacheScope
 from ._client import Client
 from ._clock import Clock, SystemClock
 from ._controller import Controller
@@ -49,6 +50,7 @@ from ._metrics import (
     ControllerMetrics,
     LeaderElectionMetrics,
 )
+from ._objects import Resource
 from ._queue_metrics import PrometheusQueueMetrics
 from ._rate_limiters import RateLimiter
 from ._reconciler import Reconciler, Request
@@ -64,6 +66,8 @@ class Manager:
 
     def __init__(self, client: Client, *, name: str = "reconcilekit",
                  namespace: str | None = None, http_addr: str | None = ":8080",
+                 default_namespaces: Iterable[str] | None = None,
+                 cache_scopes: Mapping[Resource, CacheScope] | None = None,
                  leader_election: bool = False, leader_election_id: str | None = None,
                  leader_election_namespace: str | None = None, identity: str | None = None,
                  lease_duration: float = 15.0, renew_deadline: float = 10.0,
@@ -84,7 +88,8 @@ class Manager:
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.cache = Cache(client, namespace=namespace, clock=clock, relist_period=relist_period)
+        self.cache = Cache(client, namespace=namespace, default_namespaces=default_namespaces,
+                           scopes=cache_scopes, clock=clock, relist_period=relist_period)
         CacheMetricsCollector(self.registry, self.cache.statistics)
         client.add_request_observer(
             ClientMetrics(self.registry, _host_of(client)).observe)
