@@ -36,8 +36,12 @@ class APIServer:
     (kubernetes-asyncio, kubectl, kopf, reconcilekit's own) talks to it as to
     a cluster: discovery, CRUD with optimistic concurrency, patches, list
     with selectors and pagination, watch with bookmarks and 410 Expired,
-    finalizers, status subresources, CRDs served as soon as they are created,
-    namespaces, background garbage collection, bearer-token authentication.
+    finalizers, status subresources, CRDs served as soon as they are created
+    (every version from one storage, converted with ``strategy: None`` or by
+    the CRD's conversion webhook), admission webhooks (Validating- and
+    MutatingWebhookConfigurations, called over HTTPS as kube-apiserver calls
+    them), namespaces, background garbage collection, bearer-token
+    authentication.
     There is no scheduler and no kubelet: Pods stay Pending until something
     writes their status.
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._objects import Resource
+from ._conversion import conversion_errors
 from ._crd_schema import CustomResourceSchema, has_rules
 from ._registry import ResourceType
 from ._status import Cause
@@ -58,6 +59,7 @@ def validate_crd(crd: Mapping[str, Any]) -> list[Cause]:
                             f'Unsupported value: "{scope or ""}": supported values: '
                             '"Cluster", "Namespaced"', "spec.scope"))
     causes.extend(_validate_versions(spec.get("versions")))
+    causes.extend(conversion_errors(spec))
     return causes
 
 

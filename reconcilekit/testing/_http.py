@@ -12,7 +12,7 @@ import base64
 import gzip
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,8 @@ from multidict import CIMultiDict
 
 from .._selector_syntax import go_quote
 from .._selectors import FieldSelector, LabelSelector, SelectorError
+from ._admission import ADMIN, Admission, UserInfo
+from ._conversion import Converter
 from ._decoding import go_base64_decode
 from ._faults import Faults
 from ._lifecycle import Lifecycle
@@ -39,6 +41,7 @@ from ._status import APIError, Cause, DecodeError
 from ._storage import Storage
 from ._tables import table
 from ._watch_stream import serve_watch
+from ._webhook_client import WebhookClient
 from ._writes import DeleteOptions, WriteOptions, Writes, parse_json
 
 __all__ = ["Handler", "VERSION_INFO"]
@@ -87,11 +90,11 @@ def _openapi_v2(accept: str) -> web.Response:
     return _json_response(v2_document())
 
 
-def _warnings(options: WriteOptions) -> CIMultiDict[str] | None:
+def _warnings(warnings: list[str]) -> CIMultiDict[str] | None:
     """``Warning: 299 - "TEXT"`` headers, one per warning, as kube-apiserver sends them."""
-    if not options.warnings:
+    if not warnings:
         return None
-    return CIMultiDict(("Warning", f"299 - {go_quote(w)}") for w in options.warnings)
+    return CIMultiDict(("Warning", f"299 - {go_quote(w)}") for w in warnings)
 
 
 def _error_response(err: APIError) -> web.Response:
@@ -118,7 +121,10 @@ class Handler:
         self.faults = faults
         self.requests = requests
         self.settings = settings
-        self.writes = Writes(storage, lifecycle)
+        client = WebhookClient()
+        self.converter = Converter(storage, client)
+        self.writes = Writes(storage, lifecycle, Admission(storage, registry, client,
+                                                           self.converter), self.converter)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -171,6 +177,7 @@ class Handler:
             r = req.rtype.resource
             raise APIError.forbidden("system:anonymous", verb, req.counter_resource, r.group,
                                      req.namespace, req.name)
+        who = ADMIN if user == "admin" else UserInfo(user)
         delay = self.faults.latency_for(verb, req)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -179,17 +186,18 @@ class Handler:
             return _error_response(injected)
         match verb:
             case "get":
-                return self._get(req, rendering(request.headers.get("Accept", ""), req.rtype,
-                                                is_list=False))
+                return await self._get(req, rendering(request.headers.get("Accept", ""),
+                                                      req.rtype, is_list=False))
             case "list":
-                return self._list(req, request.query, rendering(
+                return await self._list(req, request.query, rendering(
                     request.headers.get("Accept", ""), req.rtype, is_list=True))
             case "watch":
                 shown = rendering(request.headers.get("Accept", ""), req.rtype, is_list=False)
                 return await serve_watch(self.storage, req, request, self._filter(
                     req, request.query), self.settings.bookmark_interval,
                     self.settings.watch_buffer,
-                    metadata_version=shown.version if shown.form == "metadata" else None)
+                    metadata_version=shown.version if shown.form == "metadata" else None,
+                    convert=self._watch_conversion(req))
             case "create" if req.subresource == "binding":
                 self.writes.bind(req, await _body(request), self._manager(request))
                 return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -197,38 +205,42 @@ class Handler:
             case "create":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                              "CreateOptions")
-                obj = self.writes.create(req, await _body(request), self._manager(request),
-                                         opts)
-                return _json_response(self._out(req, obj), 201, _warnings(opts))
+                obj = await self.writes.create(req, await _body(request),
+                                               self._manager(request), opts, user=who)
+                return _json_response(self._out(req, obj), 201, _warnings(opts.warnings))
             case "update":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                              "UpdateOptions")
-                obj = self.writes.update(req, await _body(request), self._manager(request),
-                                         opts)
-                return _json_response(self._out(req, obj), 200, _warnings(opts))
+                obj = await self.writes.update(req, await _body(request),
+                                               self._manager(request), opts, user=who)
+                return _json_response(self._out(req, obj), 200, _warnings(opts.warnings))
             case "patch":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                              "PatchOptions")
                 content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-                code, obj = self.writes.patch(req, content_type, await request.read(),
-                                              self._manager(request),
-                                              bool(request.query.get("fieldManager")), opts)
-                return _json_response(self._out(req, obj), code, _warnings(opts))
+                code, obj = await self.writes.patch(req, content_type, await request.read(),
+                                                    self._manager(request),
+                                                    bool(request.query.get("fieldManager")),
+                                                    opts, user=who)
+                return _json_response(self._out(req, obj), code, _warnings(opts.warnings))
             case "delete":
                 options = DeleteOptions.parse(await request.read(), request.query,
                                               request.query.getall("dryRun", []))
-                obj, gone = self.writes.delete(req, options)
-                return _json_response(self._deleted(req, obj, gone))
+                warnings: list[str] = []
+                obj, gone = await self.writes.delete(req, options, user=who, warnings=warnings)
+                return _json_response(self._deleted(req, obj, gone), 200, _warnings(warnings))
             case _:
                 options = DeleteOptions.parse(await request.read(), request.query,
                                               request.query.getall("dryRun", []))
-                deleted = self.writes.delete_collection(
-                    req, self._filter(req, request.query), options)
+                warnings = []
+                deleted = await self.writes.delete_collection(
+                    req, self._filter(req, request.query), options, user=who,
+                    warnings=warnings)
                 return _json_response({
                     "kind": req.rtype.list_kind, "apiVersion": req.rtype.group_version,
                     "metadata": {"resourceVersion": str(self.storage.rv)},
                     "items": [_list_item(self._out(req, o), req.rtype.builtin)
-                              for o in deleted]})
+                              for o in deleted]}, 200, _warnings(warnings))
 
     def _discovery(self, parts: list[str]) -> dict[str, Any] | None:
         if parts[:2] == ["openapi", "v3"]:
@@ -282,9 +294,18 @@ class Handler:
 
     # -- reads --------------------------------------------------------------------------
 
-    def _get(self, req: ResourceRequest, shown: Rendering = OBJECT) -> web.Response:
+    def _watch_conversion(self, req: ResourceRequest
+                          ) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None:
+        """How a watch converts each stored object: None when rewriting apiVersion
+        is all it takes (built-in kinds, CRDs converted with ``strategy: None``)."""
+        if not self.converter.uses_webhook(req.rtype):
+            return None
+        return lambda obj: self.writes.shown(req, obj)
+
+    async def _get(self, req: ResourceRequest, shown: Rendering = OBJECT) -> web.Response:
         assert req.name is not None
-        obj = self._out(req, self.storage.get(req.rtype, self._namespace(req), req.name))
+        obj = await self.writes.shown(req, self.storage.get(req.rtype, self._namespace(req),
+                                                             req.name))
         if shown.form == "table":
             return _json_response(table(req.rtype, [obj], {
                 "resourceVersion": obj["metadata"]["resourceVersion"]}, self.storage.now()))
@@ -305,8 +326,8 @@ class Handler:
         return lambda obj: labels.matches((obj.get("metadata") or {}).get("labels")) and (
             fields.matches(obj))
 
-    def _list(self, req: ResourceRequest, query: Mapping[str, str],
-              shown: Rendering = OBJECT) -> web.Response:
+    async def _list(self, req: ResourceRequest, query: Mapping[str, str],
+                    shown: Rendering = OBJECT) -> web.Response:
         matches = self._filter(req, query)
         limit = int_param(query, "limit", 0)
         int_param(query, "timeoutSeconds", 0)  # parsed (and refused if bad) as for a watch
@@ -352,15 +373,16 @@ class Handler:
             selected.append(obj)
             last_key = key
         next_key = last_key if remaining else None
+        # converted once chosen: a conversion webhook is awaited, and writes go on meanwhile
+        selected = [await self.writes.shown(req, obj) for obj in selected]
         builtin = req.rtype.builtin
-        items = [_list_item(self._out(req, o), builtin) for o in selected]
+        items = [_list_item(o, builtin) for o in selected]
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if next_key is not None:
             meta["continue"] = _encode_continue(list_rv, next_key)
             meta["remainingItemCount"] = remaining
         if shown.form == "table":
-            return _json_response(table(req.rtype, [self._out(req, o) for o in selected], meta,
-                                        self.storage.now()))
+            return _json_response(table(req.rtype, selected, meta, self.storage.now()))
         if shown.form == "metadata":
             return _json_response({
                 "kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{shown.version}",

@@ -119,9 +119,13 @@ class Lifecycle:
 
     def _serve_crd(self, crd: dict[str, Any]) -> None:
         spec = crd["spec"]
-        for rtype in crd_types(crd):
+        served = crd_types(crd)
+        for rtype in served:
             self.registry.add(rtype)
-            self.storage.table(rtype).rtype = rtype
+        if served:  # the table's type is the storage version's: objects are written at it
+            stored = next((v["name"] for v in spec["versions"] if v.get("storage")), None)
+            chosen = next((t for t in served if t.resource.version == stored), served[-1])
+            self.storage.table(chosen).rtype = chosen
         names = dict(spec["names"])
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", f"{names['kind']}List")

@@ -133,6 +133,9 @@ BUILTIN_PATCH_SCHEMAS: Final[Mapping[str, PatchSchema]] = {
     "Namespace": METADATA_PATCH_SCHEMA.extend({"status.conditions": MergeList("type")}),
     "Event": METADATA_PATCH_SCHEMA,
     "Lease": METADATA_PATCH_SCHEMA,
+    "MutatingWebhookConfiguration": METADATA_PATCH_SCHEMA.extend({"webhooks": MergeList("name")}),
+    "ValidatingWebhookConfiguration": METADATA_PATCH_SCHEMA.extend(
+        {"webhooks": MergeList("name")}),
 }
 """Merge rules of the built-in kinds the test API server serves, by kind."""
 

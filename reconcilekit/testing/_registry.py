@@ -130,6 +130,15 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
                           "customresourcedefinitions", namespaced=False),
                  "customresourcedefinition", short_names=("crd", "crds"),
                  status_subresource=True, generation=True, categories=("api-extensions",)),
+    ResourceType(Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
+                          "mutatingwebhookconfigurations", namespaced=False),
+                 "mutatingwebhookconfiguration", generation=True,
+                 categories=("api-extensions",)),
+    ResourceType(Resource("admissionregistration.k8s.io", "v1",
+                          "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+                          namespaced=False),
+                 "validatingwebhookconfiguration", generation=True,
+                 categories=("api-extensions",)),
 )
 
 

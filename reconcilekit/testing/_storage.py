@@ -48,13 +48,17 @@ from ._update_rules import (
 )
 from ._watch import Event, Watcher
 
-__all__ = ["Storage", "Table", "timestamp"]
+__all__ = ["Storage", "Superseded", "Table", "timestamp"]
 
 TableKey = tuple[str, str]  # (group, plural)
 ObjKey = tuple[str, str]  # (namespace, name)
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                 "generation", "selfLink")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+class Superseded(Exception):
+    """The stored object changed since an update was prepared from it."""
 
 
 def _seconds(stamp: str) -> float:
@@ -216,6 +220,16 @@ class Storage:
     def create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any], *,
                manager: str, dry_run: bool = False,
                managed_fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """:meth:`prepare_create` then, unless a dry run, :meth:`commit_create`."""
+        obj = self.prepare_create(rtype, namespace, obj, manager=manager, dry_run=dry_run,
+                                  managed_fields=managed_fields)
+        return obj if dry_run else self.commit_create(rtype, namespace, obj)
+
+    def prepare_create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any], *,
+                       manager: str, dry_run: bool = False,
+                       managed_fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """``obj`` (changed in place) as a create would store it, checked, but without a
+        resourceVersion: what a dry run answers, and what admission validates."""
         table = self.table(rtype)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
@@ -224,7 +238,7 @@ class Storage:
         if key in table.objects:
             raise APIError.already_exists(rtype.resource.group_resource, meta["name"],
                                           rtype.resource.group)
-        rv = meta.get("resourceVersion")
+        rv = meta.pop("resourceVersion", None)
         if not dry_run and isinstance(rv, str) and rv.isdigit() and int(rv):
             # the storage layer's own error, which kube-apiserver passes on as a 500
             raise APIError(500, "", "resourceVersion should not be set on objects to be created")
@@ -235,17 +249,24 @@ class Storage:
         else:
             meta.pop("namespace", None)
         meta["uid"] = str(uuid.uuid4())
-        meta["resourceVersion"] = str(self.rv + 1)
         meta["creationTimestamp"] = timestamp(self.now())
         if rtype.generation:
             meta["generation"] = 1
         prepare_for_create(rtype, obj)
         meta["managedFields"] = managed_fields if managed_fields is not None else (
             self.ownership(rtype).updated(None, obj, manager, None, self.now()))
-        if dry_run:  # a dry-run create answers without a resourceVersion
-            del meta["resourceVersion"]
-            return obj
-        self._next_rv()
+        return obj
+
+    def commit_create(self, rtype: ResourceType, namespace: str,
+                      obj: dict[str, Any]) -> dict[str, Any]:
+        """Store what :meth:`prepare_create` made (409 if the name was taken meanwhile)."""
+        table = self.table(rtype)
+        meta = obj["metadata"]
+        key = (namespace, meta["name"])
+        if key in table.objects:
+            raise APIError.already_exists(rtype.resource.group_resource, meta["name"],
+                                          rtype.resource.group)
+        meta["resourceVersion"] = str(self._next_rv())
         self._write(table, key, None, obj)
         return obj
 
@@ -260,8 +281,26 @@ class Storage:
         APIError); a dry run answers what would be stored and stores nothing.
         ``managed_fields`` (an apply's) replaces the update's field ownership.
         """
-        table = self.table(rtype)
         old = self.get(rtype, namespace, name)
+        result = self.prepare_update(rtype, old, new, subresource=subresource, manager=manager,
+                                     check_rv=check_rv, managed_fields=managed_fields,
+                                     check=check)
+        if dry_run or result is old:
+            return result
+        return self.commit_update(rtype, old, result)
+
+    def prepare_update(self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any], *,
+                       subresource: str | None, manager: str, check_rv: bool,
+                       managed_fields: list[dict[str, Any]] | None = None,
+                       check: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+                       ) -> dict[str, Any]:
+        """What an update of ``old`` to ``new`` would store, checked, still at old's
+        resourceVersion (what a dry run answers); ``old`` itself if it changes nothing.
+
+        ``old`` is the stored object as the request's version sees it.
+        """
+        meta = old["metadata"]
+        namespace, name = meta.get("namespace", ""), meta["name"]
         res = rtype.resource
         new_meta = new.get("metadata")
         if not isinstance(new_meta, dict):
@@ -273,22 +312,21 @@ class Storage:
                 "metadata.resourceVersion")], res.group)
         if rv and not str(rv).isdigit():
             raise APIError(500, "", f'strconv.ParseUint: parsing "{rv}": invalid syntax')
-        if rv and str(rv) != old["metadata"]["resourceVersion"]:
+        if rv and str(rv) != meta["resourceVersion"]:
             raise APIError.stale(res.group_resource, name, res.group)
         uid = new_meta.get("uid")
-        if uid and uid != old["metadata"]["uid"]:
+        if uid and uid != meta["uid"]:
             raise APIError.conflict(
                 res.group_resource, name,
                 "StorageError: invalid object, Code: 4, Key: "
                 f"{storage_key(rtype, namespace, name)}, ResourceVersion: 0, "
                 "AdditionalErrorMsg: Precondition failed: UID in "
-                f"precondition: {uid}, UID in object meta: {old['metadata']['uid']}", res.group)
+                f"precondition: {uid}, UID in object meta: {meta['uid']}", res.group)
         result = merge_update(rtype, old, new, subresource)
         prepare_for_update(rtype, old, result)
         if check is not None:
             check(old, result)
         check_finalizers(rtype, old, result)
-        meta = result["metadata"]
         unchanged = same(old, result)
         if unchanged and managed_fields is None:
             return old  # an update that changes nothing changes no one's fields either
@@ -296,17 +334,31 @@ class Storage:
             managed_fields = self.ownership(rtype).updated(
                 old, result, manager, subresource if subresource == "status" else None,
                 self.now())
-        if unchanged and managed_fields == old["metadata"].get("managedFields"):
+        if unchanged and managed_fields == meta.get("managedFields"):
             return old
+        rmeta = result["metadata"]
         if rtype.generation and spec_changed(rtype, old, result):
-            meta["generation"] = old["metadata"].get("generation", 0) + 1
-        meta["resourceVersion"] = str(self.rv + 1)
-        meta["managedFields"] = managed_fields
-        if dry_run:
-            meta["resourceVersion"] = old["metadata"]["resourceVersion"]
-            return result
-        self._next_rv()
-        key = (namespace, name)
+            rmeta["generation"] = meta.get("generation", 0) + 1
+        rmeta["resourceVersion"] = meta["resourceVersion"]
+        rmeta["managedFields"] = managed_fields
+        return result
+
+    def commit_update(self, rtype: ResourceType, old: dict[str, Any],
+                      result: dict[str, Any]) -> dict[str, Any]:
+        """Store what :meth:`prepare_update` made of ``old``, the stored object.
+
+        Raises :class:`Superseded` if ``old`` is no longer what is stored (a
+        write came in meanwhile): the caller starts over, as kube-apiserver's
+        GuaranteedUpdate does.
+        """
+        table = self.table(rtype)
+        meta = result["metadata"]
+        key = (old["metadata"].get("namespace", ""), old["metadata"]["name"])
+        if table.objects.get(key) is not old:
+            raise Superseded(key)
+        if result is old:
+            return old
+        meta["resourceVersion"] = str(self._next_rv())
         # registry.Store.shouldDeleteDuringUpdate: no finalizers left, no grace period pending
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and (
                 not meta.get("deletionGracePeriodSeconds")) and not self._blocks_delete(table):

@@ -30,6 +30,7 @@ from ._pod_defaults import qos_class
 from ._registry import ResourceType
 from ._status import Cause
 from ._validation import config_key_errors, dns_label_errors, invalid
+from ._webhook_configurations import configuration_errors, is_webhook_configuration
 
 __all__ = ["graceful_period", "prepare_for_create", "prepare_for_update", "validate",
            "validate_update"]
@@ -97,6 +98,8 @@ def validate(rtype: ResourceType, obj: Obj, namespace: str) -> list[Cause]:
             return _validate_event(obj, namespace)
         case ("coordination.k8s.io", "leases"):
             return _validate_lease(obj.get("spec") or {})
+        case _ if is_webhook_configuration(rtype):
+            return configuration_errors(rtype, obj)
     return []
 
 

@@ -58,14 +58,14 @@ class Watcher:
     """
 
     def __init__(self, *, namespace: str | None, matches: Filter, start_rv: int,
-                 rewrite: Callable[[dict[str, Any]], bytes] | None, limit: int) -> None:
+                 rewrite: Callable[[dict[str, Any]], bytes | None] | None, limit: int) -> None:
         self.namespace = namespace
         self.matches = matches
         self.start_rv = start_rv
         # A BOOKMARK is sent only for a newer rv than this: the start, or the last
         # event replayed from history when the watch opened (shown to it or not).
         self.bookmark_floor = start_rv
-        self.rewrite = rewrite
+        self.rewrite = rewrite  # an object's encoding, None for the usual one
         self.limit = limit
         self.lines: deque[bytes] = deque()
         self.closed = False
@@ -108,9 +108,10 @@ class Watcher:
             assert event.prev is not None
             prev = dict(event.prev, metadata={**event.prev["metadata"],
                                               "resourceVersion": str(event.rv)})
-            body = self.rewrite(prev) if self.rewrite else orjson.dumps(prev)
+            body = (self.rewrite(prev) if self.rewrite else None) or orjson.dumps(prev)
         else:
-            body = self.rewrite(event.obj) if self.rewrite else event.encoded_object()
+            body = (self.rewrite(event.obj) if self.rewrite else None) or (
+                event.encoded_object())
         self.push(encode_event(type_, body))
 
     def push(self, line: bytes) -> None:

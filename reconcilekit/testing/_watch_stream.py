@@ -18,9 +18,10 @@ resourceVersion (kube-apiserver serves it from etcd).
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -34,17 +35,26 @@ from ._watch import Watcher, encode_event
 
 __all__ = ["serve_watch"]
 
+log = logging.getLogger("reconcilekit.testing.apiserver")
+Convert = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
 _JSON = "application/json"
 
 
 async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Request,
                       matches: Callable[[Mapping[str, Any]], bool], bookmark_interval: float,
-                      buffer: int, *, metadata_version: str | None = None
-                      ) -> web.StreamResponse:
+                      buffer: int, *, metadata_version: str | None = None,
+                      convert: Convert | None = None) -> web.StreamResponse:
     """Stream watch events for ``req`` until the timeout, a close, or the client leaves.
 
     With ``metadata_version`` every object (bookmarks too) is sent as a
-    ``PartialObjectMetadata`` of ``meta.k8s.io/<metadata_version>``.
+    ``PartialObjectMetadata`` of ``meta.k8s.io/<metadata_version>``. Objects
+    stored at another version of a custom resource are sent with the
+    request's ``apiVersion``, or converted by ``convert`` (a conversion
+    webhook). A conversion that fails ends the watch before that event (the
+    client watches again from the last resourceVersion it saw, and gets the
+    event once the webhook converts it): kube-apiserver's watch cache too
+    delivers nothing while it cannot convert.
     """
     query = request.query
     timeout = int_param(query, "timeoutSeconds", 0) or random.uniform(1800, 3600)
@@ -52,17 +62,18 @@ async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Reque
     initial = query.get("sendInitialEvents", "") in ("true", "1")
     bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1")
     rewrite = None
-    storage_gv = storage.table(req.rtype).rtype.group_version
     if metadata_version is not None:
         version = metadata_version
+        convert = None
 
-        def rewrite(obj: dict[str, Any]) -> bytes:
+        def rewrite(obj: dict[str, Any]) -> bytes | None:
             return orjson.dumps(partial_object_metadata(obj, version))
-    elif storage_gv != req.rtype.group_version:
+    elif convert is None and req.rtype.crd_name is not None:
         gv = req.rtype.group_version
 
-        def rewrite(obj: dict[str, Any]) -> bytes:
-            return orjson.dumps(dict(obj, apiVersion=gv))
+        def rewrite(obj: dict[str, Any]) -> bytes | None:
+            return None if obj.get("apiVersion") == gv else orjson.dumps(
+                dict(obj, apiVersion=gv))
     watcher = Watcher(namespace=req.namespace, matches=matches, start_rv=0,
                       rewrite=rewrite, limit=buffer)
     if bookmarks:
@@ -90,6 +101,7 @@ async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Reque
     deadline = loop.time() + timeout
     periodic = bookmarks and (bool(rv_param) or initial)  # etcd-served watches get none
     bookmark_at = _next_bookmark(loop.time(), deadline, bookmark_interval, periodic)
+    complete = True  # False once an event could not be converted: nothing more is sent
     try:
         while not watcher.closed:
             now = loop.time()
@@ -97,16 +109,23 @@ async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Reque
                 break
             await watcher.wait(max(0.0, min(deadline, bookmark_at) - now))
             if watcher.lines:
-                chunk = b"".join(watcher.lines)
+                lines = list(watcher.lines)
                 watcher.lines.clear()
-                await response.write(chunk)
+                if convert is not None:
+                    lines, complete = await _converted(lines, req.rtype.group_version, convert)
+                await response.write(b"".join(lines))
+                if not complete:
+                    break
             if loop.time() >= bookmark_at:
                 assert watcher.bookmark_line is not None
                 if table.last_event_rv > watcher.bookmark_floor:
                     await response.write(watcher.bookmark_line(table.last_event_rv))
                 bookmark_at = _next_bookmark(loop.time(), deadline, bookmark_interval, periodic)
-        if watcher.lines and not watcher.overflowed:
-            await response.write(b"".join(watcher.lines))
+        if watcher.lines and not watcher.overflowed and complete:
+            lines = list(watcher.lines)
+            if convert is not None:
+                lines, _ = await _converted(lines, req.rtype.group_version, convert)
+            await response.write(b"".join(lines))
         await response.write_eof()
     except (ConnectionResetError, asyncio.CancelledError):
         pass
@@ -114,6 +133,25 @@ async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Reque
         table.watchers.discard(watcher)
         watcher.close()
     return response
+
+async def _converted(lines: list[bytes], api_version: str,
+                     convert: Convert) -> tuple[list[bytes], bool]:
+    """The lines with each object converted to ``api_version``; stops at the first that
+    fails (False), which it logs."""
+    out: list[bytes] = []
+    for line in lines:
+        event = orjson.loads(line)
+        obj = event.get("object")
+        if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and isinstance(obj, dict) and (
+                obj.get("apiVersion") != api_version):
+            try:
+                line = encode_event(event["type"], orjson.dumps(await convert(obj)))
+            except APIError as err:
+                log.warning("watch ended: %s", err.message)
+                return out, False
+        out.append(line)
+    return out, True
+
 
 def _next_bookmark(now: float, deadline: float, interval: float, enabled: bool) -> float:
     """When the watch cache next offers a BOOKMARK: a minute on, or 2 s before the end."""
@@ -132,7 +170,7 @@ def _open_watch(storage: Storage, req: ResourceRequest, watcher: Watcher, rv_par
         for key in sorted(table.objects):
             obj = table.objects[key]
             if watcher._visible(obj):
-                body = watcher.rewrite(obj) if watcher.rewrite else orjson.dumps(obj)
+                body = (watcher.rewrite(obj) if watcher.rewrite else None) or orjson.dumps(obj)
                 watcher.push(encode_event("ADDED", body))
         if initial and watcher.bookmark_line is not None:
             watcher.push(watcher.bookmark_line(storage.rv, initial_events_end=True))

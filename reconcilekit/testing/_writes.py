@@ -2,8 +2,16 @@
 
 ``create``, ``update``, ``patch``, ``delete`` and ``deletecollection`` take a
 parsed request and body, check what kube-apiserver's handlers check before
-storage (names, body type, patch types, preconditions) and return the
-object (or list) to answer with and its HTTP status.
+storage (names, body type, patch types, preconditions), run admission
+(mutating webhooks, validation, validating webhooks: :mod:`._admission`)
+and return the object (or list) to answer with and its HTTP status, in the
+request's version (objects are stored at their storage version:
+:mod:`._conversion`).
+
+A change to a stored object is prepared from it, admitted (which awaits
+webhooks) and committed only if the object is still the one it was
+prepared from; otherwise it starts over from the new one, as
+kube-apiserver's GuaranteedUpdate does.
 """
 
 from __future__ import annotations
@@ -11,12 +19,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import orjson
 import yaml
 
 from .._selector_syntax import go_quote
+from ._admission import ADMIN, Admission, Attributes, UserInfo
+from ._conversion import Converter
 from ._crd import validate_crd
 from ._decoding import decode, normalize_microtimes
 from ._lifecycle import Lifecycle
@@ -25,15 +35,19 @@ from ._pod_defaults import admit_pod, default_pod
 from ._registry import ResourceType
 from ._requests import ResourceRequest, go_int
 from ._status import APIError, Cause, DecodeError
-from ._storage import Storage, timestamp
+from ._storage import Storage, Superseded, timestamp
 from ._strategic_patch import patch_schema_for, strategic_merge_patch
 from ._strategies import validate as validate_kind
 from ._strategies import validate_update
 from ._validation import invalid, validate_object_meta
+from ._webhook_configurations import check_ca_bundles, default_webhooks
 
 __all__ = ["DeleteOptions", "WriteOptions", "Writes", "dry_run_of"]
 
 Obj = dict[str, Any]
+# What an update makes of the stored object (in the request's version): the new object,
+# and the managed fields to give it (an apply's) or None.
+Change: TypeAlias = Callable[[Obj], tuple[Obj, list[Obj] | None]]
 _JSON_PATCH = "application/json-patch+json"
 _MERGE_PATCH = "application/merge-patch+json"
 _STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -69,6 +83,8 @@ class WriteOptions:
     field_validation: str = "Warn"
     force: bool = False
     warnings: list[str] = field(default_factory=list)
+    field_manager: str = ""
+    validation_given: str = ""
 
     @classmethod
     def parse(cls, query: Mapping[str, str], dry_run: Sequence[str],
@@ -80,7 +96,19 @@ class WriteOptions:
                 "FieldValueNotSupported", f"Unsupported value: {go_quote(validation)}: "
                 'supported values: "", "Ignore", "Strict", "Warn"', "fieldValidation")])
         force = query.get("force", "") in ("true", "1")
-        return cls(dry_run_of(list(dry_run), options_kind), validation or "Warn", force)
+        return cls(dry_run_of(list(dry_run), options_kind), validation or "Warn", force,
+                   field_manager=query.get("fieldManager", ""), validation_given=validation)
+
+    def review_options(self, kind: str) -> Obj:
+        """The CreateOptions or UpdateOptions admission webhooks are sent."""
+        out: Obj = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+        if self.dry_run:
+            out["dryRun"] = ["All"]
+        if self.field_manager:
+            out["fieldManager"] = self.field_manager
+        if self.validation_given:
+            out["fieldValidation"] = self.validation_given
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +125,23 @@ class DeleteOptions:
     @property
     def orphan(self) -> bool:
         return self.propagation == "Orphan" or self.orphan_dependents is True
+
+    def review_options(self) -> Obj:
+        """The DeleteOptions admission webhooks are sent."""
+        out: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+        if self.grace_period is not None:
+            out["gracePeriodSeconds"] = self.grace_period
+        preconditions = {k: v for k, v in (("uid", self.uid),
+                                           ("resourceVersion", self.resource_version)) if v}
+        if preconditions:
+            out["preconditions"] = preconditions
+        if self.orphan_dependents is not None:
+            out["orphanDependents"] = self.orphan_dependents
+        if self.propagation is not None:
+            out["propagationPolicy"] = self.propagation
+        if self.dry_run:
+            out["dryRun"] = ["All"]
+        return out
 
     @property
     def finalizer(self) -> str | None:
@@ -152,11 +197,19 @@ def _go_bool(value: str) -> bool:
 
 
 class Writes:
-    """Write verbs over one :class:`Storage` (and its :class:`Lifecycle`)."""
+    """Write verbs over one :class:`Storage` (and its :class:`Lifecycle`).
 
-    def __init__(self, storage: Storage, lifecycle: Lifecycle) -> None:
+    Each verb runs admission (:mod:`._admission`) and answers in the request's
+    version; objects are stored at their resource's storage version
+    (:mod:`._conversion`).
+    """
+
+    def __init__(self, storage: Storage, lifecycle: Lifecycle, admission: Admission,
+                 converter: Converter) -> None:
         self.storage = storage
         self.lifecycle = lifecycle
+        self.admission = admission
+        self.converter = converter
 
     # -- checks shared by the verbs ------------------------------------------------
 
@@ -200,10 +253,13 @@ class Writes:
         try:
             decoded = decode(req.rtype, body)
             normalize_microtimes(req.rtype, decoded)
+            check_ca_bundles(req.rtype, decoded)
         except DecodeError as err:
             raise self._undecodable(req, body, patched, str(err)) from None
         if default and _is_pod(req.rtype):
             default_pod(decoded)
+        elif default:
+            default_webhooks(req.rtype, decoded)
         schema = req.rtype.schema
         if schema is not None:
             unknown = [f"unknown field {go_quote(p)}"
@@ -276,8 +332,8 @@ class Writes:
 
     # -- verbs -------------------------------------------------------------------------
 
-    def create(self, req: ResourceRequest, body: Obj, manager: str,
-               options: WriteOptions | None = None) -> Obj:
+    async def create(self, req: ResourceRequest, body: Obj, manager: str,
+                     options: WriteOptions | None = None, *, user: UserInfo = ADMIN) -> Obj:
         options = options or WriteOptions()
         body = self.check_body(req, body, options=options)
         meta = body["metadata"]
@@ -287,14 +343,98 @@ class Writes:
                 "FieldValueRequired", "Required value: name or generateName is required",
                 "metadata.name")], r.resource.group)
         self._check_namespace(req)
-        ns = req.namespace or ""
-        if not meta.get("name"):
-            meta["name"] = self.storage.generate_name(req.rtype, ns, meta["generateName"])
         _dedup_owner_references(meta)
         self._admit(req, body)
-        self.validate(req, body)
-        return self.storage.create(req.rtype, ns, body, manager=manager,
-                                   dry_run=options.dry_run)
+        return await self._create(req, body, manager, options, user)
+
+    async def _create(self, req: ResourceRequest, obj: Obj, manager: str,
+                      options: WriteOptions, user: UserInfo,
+                      managed_fields: list[Obj] | None = None) -> Obj:
+        """Admission and storage of a new object: a create, or an apply that creates.
+
+        Mutating webhooks see the object before it has a generated name or
+        any server-set metadata; validating webhooks see it as it would be
+        stored, but for its resourceVersion.
+        """
+        ns = req.namespace or ""
+        attrs = self._attributes(req, "CREATE", obj, None, options.dry_run,
+                                 options.review_options("CreateOptions"), user,
+                                 options.warnings)
+        obj = await self.admission.mutate(attrs) or obj
+        meta = obj["metadata"]
+        _dedup_owner_references(meta)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = self.storage.generate_name(req.rtype, ns, meta["generateName"])
+        self.validate(req, obj)
+        prepared = self.storage.prepare_create(req.rtype, ns, obj, manager=manager,
+                                               dry_run=options.dry_run,
+                                               managed_fields=managed_fields)
+        attrs.obj = prepared
+        attrs.name = meta["name"]
+        if _is_namespace(req.rtype):
+            attrs.namespace = attrs.name
+        await self.admission.validate(attrs)
+        if attrs.patched:
+            self._prune(req, prepared)
+        if options.dry_run:
+            return prepared
+        created = self.storage.commit_create(req.rtype, ns, await self._stored(req, prepared))
+        return await self.shown(req, created)
+
+    async def _update(self, req: ResourceRequest, change: Change, manager: str,
+                      options: WriteOptions, user: UserInfo, *, check_rv: bool) -> Obj:
+        """Admission and storage of a change to a stored object (``change`` of it, as the
+        request's version shows it), started over when another write comes first, as
+        kube-apiserver's GuaranteedUpdate does."""
+        assert req.name is not None
+        rtype = req.rtype
+        while True:
+            stored = self.storage.get(rtype, req.namespace or "", req.name)
+            old = await self.shown(req, stored)
+            new, managed_fields = change(old)
+            attrs = self._attributes(req, "UPDATE", new, old, options.dry_run,
+                                     options.review_options("UpdateOptions"), user,
+                                     options.warnings)
+            new = await self.admission.mutate(attrs) or new
+            if attrs.patched:
+                _dedup_owner_references(new["metadata"])
+            result = self.storage.prepare_update(
+                rtype, old, new, subresource=req.subresource, manager=manager,
+                check_rv=check_rv, managed_fields=managed_fields, check=self._checker(req))
+            attrs.obj = result
+            await self.admission.validate(attrs)
+            if result is old or options.dry_run:
+                return result
+            if attrs.patched:
+                self._prune(req, result)
+            try:
+                committed = self.storage.commit_update(rtype, stored,
+                                                       await self._stored(req, result))
+            except Superseded:
+                continue
+            return await self.shown(req, committed)
+
+    def _attributes(self, req: ResourceRequest, operation: str, obj: Obj | None,
+                    old: Obj | None, dry_run: bool, options: Obj, user: UserInfo,
+                    warnings: list[str]) -> Attributes:
+        name = req.name or ((obj or {}).get("metadata") or {}).get("name") or ""
+        namespace = name if _is_namespace(req.rtype) else req.namespace or ""
+        return Attributes(operation, req.rtype, namespace, name, req.subresource or "", obj,
+                          old, dry_run, options, user, warnings)
+
+    async def shown(self, req: ResourceRequest, obj: Obj) -> Obj:
+        """A stored object as the request's version shows it (converted if need be)."""
+        return await self.converter.convert(req.rtype, obj, req.rtype.group_version)
+
+    async def _stored(self, req: ResourceRequest, obj: Obj) -> Obj:
+        return await self.converter.convert(req.rtype, obj,
+                                            self.converter.storage_version(req.rtype))
+
+    def _prune(self, req: ResourceRequest, obj: Obj) -> None:
+        """Fields a mutating webhook added beyond a custom resource's schema go (kube-apiserver
+        prunes them when it stores the object, after the validating webhooks saw them)."""
+        if req.rtype.schema is not None:
+            req.rtype.schema.decode(obj, default=False)
 
     def _default(self, req: ResourceRequest, obj: Obj) -> None:
         """Defaults for an object an apply made (its configuration was not defaulted)."""
@@ -302,6 +442,8 @@ class Writes:
             default_pod(obj)
         elif req.rtype.schema is not None:
             req.rtype.schema.default(obj)
+        else:
+            default_webhooks(req.rtype, obj)
 
     def _admit(self, req: ResourceRequest, obj: Obj) -> None:
         """The mutating admission plugins of a create (Pods: service account and the rest)."""
@@ -312,8 +454,8 @@ class Writes:
         table = self.storage.tables.get(("", "serviceaccounts"))
         return table.objects.get((namespace, name)) if table is not None else None
 
-    def update(self, req: ResourceRequest, body: Obj, manager: str,
-               options: WriteOptions | None = None) -> Obj:
+    async def update(self, req: ResourceRequest, body: Obj, manager: str,
+                     options: WriteOptions | None = None, *, user: UserInfo = ADMIN) -> Obj:
         assert req.name is not None
         options = options or WriteOptions()
         body = self.check_body(req, body, options=options)
@@ -322,9 +464,8 @@ class Writes:
             raise APIError.bad_request(f"the name of the object ({body_name}) does not match "
                                        f"the name on the URL ({req.name})")
         _dedup_owner_references(body["metadata"])
-        return self.storage.update(req.rtype, req.namespace or "", req.name, body,
-                                   subresource=req.subresource, manager=manager, check_rv=True,
-                                   check=self._checker(req), dry_run=options.dry_run)
+        return await self._update(req, lambda old: (copy.deepcopy(body), None), manager,
+                                  options, user, check_rv=True)
 
     def bind(self, req: ResourceRequest, body: Obj, manager: str) -> Obj:
         """``POST pods/NAME/binding``: what the scheduler writes, as kube-apiserver does it.
@@ -364,9 +505,10 @@ class Writes:
         return self.storage.update(req.rtype, ns, name, bound, subresource="binding",
                                    manager=manager, check_rv=False)
 
-    def patch(self, req: ResourceRequest, content_type: str, raw: bytes,
-              manager: str, field_manager_given: bool,
-              options: WriteOptions | None = None) -> tuple[int, Obj]:
+    async def patch(self, req: ResourceRequest, content_type: str, raw: bytes,
+                    manager: str, field_manager_given: bool,
+                    options: WriteOptions | None = None, *,
+                    user: UserInfo = ADMIN) -> tuple[int, Obj]:
         assert req.name is not None
         options = options or WriteOptions()
         rtype = req.rtype
@@ -377,36 +519,37 @@ class Writes:
                            f'the body of the request was in an unknown format - accepted media '
                            f'types include: {", ".join(accepted)}', {})
         if content_type == _APPLY_PATCH:
-            return self._apply(req, raw, manager, field_manager_given, options)
+            return await self._apply(req, raw, manager, field_manager_given, options, user)
         patch = _decode_patch(content_type, raw)
-        ns = req.namespace or ""
-        old = self.storage.get(rtype, ns, req.name)
-        try:
-            if content_type == _JSON_PATCH:
-                patched = json_patch(old, patch)
-            elif content_type == _MERGE_PATCH:
-                patched = merge_patch(old, patch)
-            else:  # decoded into the kind, which keeps its kind and apiVersion
-                patched = strategic_merge_patch(old, patch, patch_schema_for(rtype.resource.kind))
-                patched.update(apiVersion=old["apiVersion"], kind=old["kind"])
-        except PatchError as err:
-            raise APIError(err.status, err.reason, err.api_message,
-                           {} if err.status == 422 else None) from None
-        if not isinstance(patched, dict):
-            raise APIError.bad_request("the patched object is not a JSON object")
-        patched = self.check_body(req, patched, patched=True, options=options)
-        name = patched["metadata"].get("name", "")
-        if name != req.name:
-            raise APIError.bad_request(f"the name of the object ({name}) does not match the "
-                                       f"name on the URL ({req.name})")
-        _dedup_owner_references(patched["metadata"])
-        return 200, self.storage.update(rtype, ns, req.name, patched,
-                                        subresource=req.subresource, manager=manager,
-                                        check_rv=False, check=self._checker(req),
-                                        dry_run=options.dry_run)
 
-    def _apply(self, req: ResourceRequest, raw: bytes, manager: str,
-               field_manager_given: bool, options: WriteOptions) -> tuple[int, Obj]:
+        def change(old: Obj) -> tuple[Obj, None]:
+            try:
+                if content_type == _JSON_PATCH:
+                    patched = json_patch(old, patch)
+                elif content_type == _MERGE_PATCH:
+                    patched = merge_patch(old, patch)
+                else:  # decoded into the kind, which keeps its kind and apiVersion
+                    patched = strategic_merge_patch(old, patch,
+                                                    patch_schema_for(rtype.resource.kind))
+                    patched.update(apiVersion=old["apiVersion"], kind=old["kind"])
+            except PatchError as err:
+                raise APIError(err.status, err.reason, err.api_message,
+                               {} if err.status == 422 else None) from None
+            if not isinstance(patched, dict):
+                raise APIError.bad_request("the patched object is not a JSON object")
+            patched = self.check_body(req, patched, patched=True, options=options)
+            name = patched["metadata"].get("name", "")
+            if name != req.name:
+                raise APIError.bad_request(f"the name of the object ({name}) does not match "
+                                           f"the name on the URL ({req.name})")
+            _dedup_owner_references(patched["metadata"])
+            return patched, None
+
+        return 200, await self._update(req, change, manager, options, user, check_rv=False)
+
+    async def _apply(self, req: ResourceRequest, raw: bytes, manager: str,
+                     field_manager_given: bool, options: WriteOptions,
+                     user: UserInfo) -> tuple[int, Obj]:
         """Server-side apply: create the object, or merge the configuration into it,
         with field ownership and conflicts (see :mod:`._field_ownership`)."""
         assert req.name is not None
@@ -431,36 +574,64 @@ class Writes:
                 applied, manager, self.storage.now())
             self._default(req, applied)
             self._admit(req, applied)
-            self.validate(req, applied)
-            return 201, self.storage.create(req.rtype, ns, applied, manager=manager,
-                                            dry_run=options.dry_run, managed_fields=managed)
-        live = self.storage.get(req.rtype, ns, req.name)
-        merged, managed = self.storage.ownership(req.rtype).applied(
-            live, applied, manager, "status" if req.subresource == "status" else None,
-            options.force, self.storage.now())
-        self._default(req, merged)
-        return 200, self.storage.update(req.rtype, ns, req.name, merged,
-                                        subresource=req.subresource, manager=manager,
-                                        check_rv=False, managed_fields=managed,
-                                        check=self._checker(req), dry_run=options.dry_run)
+            return 201, await self._create(req, applied, manager, options, user,
+                                           managed_fields=managed)
 
-    def delete(self, req: ResourceRequest, options: DeleteOptions) -> tuple[Obj, bool]:
+        def change(live: Obj) -> tuple[Obj, list[Obj] | None]:
+            merged, managed = self.storage.ownership(req.rtype).applied(
+                live, applied, manager, "status" if req.subresource == "status" else None,
+                options.force, self.storage.now())
+            self._default(req, merged)
+            return merged, managed
+
+        return 200, await self._update(req, change, manager, options, user, check_rv=False)
+
+    async def delete(self, req: ResourceRequest, options: DeleteOptions, *,
+                     user: UserInfo = ADMIN, warnings: list[str] | None = None,
+                     in_collection: bool = False) -> tuple[Obj, bool]:
+        """Delete (or start deleting); returns the answer's object and whether it is gone.
+
+        Admission sees the stored object as ``oldObject``, unless the deletion
+        changes nothing (an object already waiting on its finalizers); an
+        item of a deletecollection is reviewed without a name, as
+        kube-apiserver does.
+        """
         assert req.name is not None
-        obj, gone = self.storage.delete(req.rtype, req.namespace or "", req.name,
-                                        uid=options.uid,
-                                        resource_version=options.resource_version,
-                                        propagation_finalizer=options.finalizer,
-                                        grace_period=options.grace_period,
-                                        dry_run=options.dry_run)
-        if not gone and not options.dry_run:
+        ns = req.namespace or ""
+        table = self.storage.table(req.rtype)
+        while True:
+            stored = self.storage.get(req.rtype, ns, req.name)
+            obj, gone = self._delete(req, options, dry_run=True)
+            if obj is not stored or gone:
+                attrs = self._attributes(req, "DELETE", None, await self.shown(req, stored),
+                                         options.dry_run, options.review_options(), user,
+                                         [] if warnings is None else warnings)
+                if in_collection:
+                    attrs.name = ""
+                await self.admission.mutate(attrs)
+                await self.admission.validate(attrs)
+            if options.dry_run:
+                return await self.shown(req, obj), gone
+            if table.objects.get((ns, req.name)) is stored:
+                break
+        obj, gone = self._delete(req, options, dry_run=False)
+        if not gone:
             self.lifecycle.deletion_started(req.rtype, obj)
-            table = self.storage.table(req.rtype)
-            obj = table.objects.get((req.namespace or "", req.name), obj)
-        return obj, gone
+            obj = table.objects.get((ns, req.name), obj)
+        return await self.shown(req, obj), gone
 
-    def delete_collection(self, req: ResourceRequest,
-                          matches: Callable[[Mapping[str, Any]], bool],
-                          options: DeleteOptions) -> list[Obj]:
+    def _delete(self, req: ResourceRequest, options: DeleteOptions, *,
+                dry_run: bool) -> tuple[Obj, bool]:
+        assert req.name is not None
+        return self.storage.delete(req.rtype, req.namespace or "", req.name, uid=options.uid,
+                                   resource_version=options.resource_version,
+                                   propagation_finalizer=options.finalizer,
+                                   grace_period=options.grace_period, dry_run=dry_run)
+
+    async def delete_collection(self, req: ResourceRequest,
+                                matches: Callable[[Mapping[str, Any]], bool],
+                                options: DeleteOptions, *, user: UserInfo = ADMIN,
+                                warnings: list[str] | None = None) -> list[Obj]:
         table = self.storage.table(req.rtype)
         ns = req.namespace
         item_options = DeleteOptions(None, None, options.grace_period, options.propagation,
@@ -471,12 +642,17 @@ class Writes:
             if obj is None or not matches(obj):
                 continue
             item_req = ResourceRequest(req.rtype, key[0] or None, key[1], None)
-            deleted.append(self.delete(item_req, item_options)[0])
+            deleted.append((await self.delete(item_req, item_options, user=user,
+                                              warnings=warnings, in_collection=True))[0])
         return deleted
 
 
 def _is_pod(rtype: ResourceType) -> bool:
     return rtype.builtin and rtype.resource.group == "" and rtype.resource.plural == "pods"
+
+
+def _is_namespace(rtype: ResourceType) -> bool:
+    return rtype.builtin and rtype.resource.group == "" and rtype.resource.plural == "namespaces"
 
 
 def _decode_patch(content_type: str, raw: bytes) -> Any:

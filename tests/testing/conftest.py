@@ -10,17 +10,22 @@ source or documentation it copies.
 from __future__ import annotations
 
 import asyncio
+import base64
+import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from reconcilekit.testing import Cluster
+from reconcilekit.testing._tls import ServingCertificate
 
 GROUP = "test.reconcilekit.dev"
 
@@ -170,3 +175,157 @@ async def serving_cli(kubeconfig: Path, *args: str) -> AsyncIterator[str]:
         proc.send_signal(signal.SIGTERM)
         code = await proc.wait()
     assert code == 0
+
+
+# -- a webhook that records what an API server sends it ----------------------------------------
+
+Responder = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookCall:
+    """One request an API server made to the :class:`RecordingWebhook`."""
+
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    review: dict[str, Any]
+
+    @property
+    def request(self) -> dict[str, Any]:
+        """The review's ``request`` (an AdmissionRequest or a ConversionRequest)."""
+        return dict(self.review.get("request") or {})
+
+
+def convert_all(request: dict[str, Any]) -> dict[str, Any]:
+    """A conversion answer that only rewrites apiVersion (what ``strategy: None`` does)."""
+    desired = request["desiredAPIVersion"]
+    return {"result": {"status": "Success"},
+            "convertedObjects": [dict(o, apiVersion=desired) for o in request["objects"]]}
+
+
+class RecordingWebhook:
+    """An HTTPS webhook server on 127.0.0.1 that records every review and answers as told.
+
+    Each path answers with its responder: a function of the review's
+    ``request`` returning the ``response`` fields (``uid`` is added unless
+    given; the review's apiVersion and kind are echoed), or an aiohttp
+    response sent as is. Unprogrammed paths allow (AdmissionReview) or
+    convert by rewriting apiVersion (ConversionReview). :meth:`hang` makes
+    a path never answer, until the fixture stops.
+    """
+
+    def __init__(self) -> None:
+        self.certificate = ServingCertificate.generate(("127.0.0.1",),
+                                                       common_name="recording-webhook")
+        self.calls: list[WebhookCall] = []
+        self._responders: dict[str, Responder] = {}
+        self._release = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def ca_bundle(self) -> str:
+        return base64.b64encode(self.certificate.ca_pem).decode()
+
+    def url(self, path: str) -> str:
+        return f"https://127.0.0.1:{self.port}{path}"
+
+    def client_config(self, path: str) -> dict[str, Any]:
+        return {"url": self.url(path), "caBundle": self.ca_bundle}
+
+    def answer(self, path: str, responder: Responder) -> None:
+        self._responders[path] = responder
+
+    def hang(self, path: str) -> None:
+        async def never(request: dict[str, Any]) -> Any:
+            await self._release.wait()
+            return web.Response(status=503)
+        self._responders[path] = never
+
+    def calls_to(self, path: str) -> list[WebhookCall]:
+        return [c for c in self.calls if c.path == path]
+
+    def requests_to(self, path: str) -> list[dict[str, Any]]:
+        return [c.request for c in self.calls_to(path)]
+
+    async def _handle(self, http: web.Request) -> web.StreamResponse:
+        review = await http.json()
+        self.calls.append(WebhookCall(http.path, dict(http.query), dict(http.headers), review))
+        request = review.get("request") or {}
+        responder = self._responders.get(http.path)
+        if responder is None:
+            responder = convert_all if "desiredAPIVersion" in request else (
+                lambda _: {"allowed": True})
+        answer = responder(request)
+        if asyncio.iscoroutine(answer):
+            answer = await answer
+        if isinstance(answer, web.StreamResponse):
+            return answer
+        return web.json_response({"apiVersion": review.get("apiVersion"),
+                                  "kind": review.get("kind"),
+                                  "response": {"uid": request.get("uid"), **answer}})
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0,
+                           ssl_context=self.certificate.server_context())
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        self._release.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+@pytest.fixture
+async def webhook() -> AsyncIterator[RecordingWebhook]:
+    """A :class:`RecordingWebhook`, listening until the test ends."""
+    server = RecordingWebhook()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+# -- custom resources in two versions (conversion, equivalent admission) -----------------------
+
+CONVERSION_GROUP = "conversion.reconcilekit.dev"
+
+
+def two_version_crd(conversion: dict[str, Any] | None = None, *, storage: str = "v2",
+                    schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A namespaced CRD served at v1 and v2, stored at ``storage``, named uniquely (CRDs are
+    cluster-scoped: tests on a real cluster must not share one)."""
+    suffix = secrets.token_hex(3)
+    kind, plural = f"Thing{suffix}", f"things{suffix}"
+    spec: dict[str, Any] = {
+        "group": CONVERSION_GROUP, "scope": "Namespaced",
+        "names": {"plural": plural, "singular": f"thing{suffix}", "kind": kind},
+        "versions": [{"name": v, "served": True, "storage": v == storage,
+                      "schema": {"openAPIV3Schema": schema or ANYTHING}} for v in ("v1", "v2")]}
+    if conversion is not None:
+        spec["conversion"] = conversion
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{CONVERSION_GROUP}"}, "spec": spec}
+
+
+@asynccontextmanager
+async def installed(apiserver: Cluster, crd: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    """Install ``crd``; yields it as stored. On a real cluster its objects (deleted through
+    the storage version, which needs no conversion) and the CRD are removed afterwards."""
+    stored = await apiserver.install_crd(crd)
+    try:
+        yield stored
+    finally:
+        if not apiserver.in_process:
+            spec = crd["spec"]
+            version = next(v["name"] for v in spec["versions"] if v["storage"])
+            await apiserver.request("DELETE", f"/apis/{spec['group']}/{version}/namespaces/"
+                                    f"{apiserver.namespace}/{spec['names']['plural']}")
+            await apiserver.request("DELETE", "/apis/apiextensions.k8s.io/v1/"
+                                    f"customresourcedefinitions/{crd['metadata']['name']}")
