@@ -3,6 +3,9 @@
 Expected flow of :meth:`Manager.run`:
 
 1. serve ``/metrics``, ``/healthz`` and ``/readyz`` (if ``http_addr`` is set);
+   start the webhook server, if given, and write its configurations if it
+   is asked to (before the caches: a kind with a conversion webhook cannot
+   be listed without it);
 2. start the cache and wait for every informer to sync, failing with
    :class:`CacheSyncTimeout` naming the resources that did not;
 3. with leader election: wait to acquire the Lease (a standby keeps its
@@ -10,7 +13,8 @@ Expected flow of :meth:`Manager.run`:
 4. start every controller's workers;
 5. on :meth:`stop` (SIGTERM/SIGINT with :meth:`run_until_signal`): stop
    taking work, let in-flight reconciles finish within
-   ``graceful_shutdown_timeout``, release the Lease, and return;
+   ``graceful_shutdown_timeout``, release the Lease, remove the webhook
+   configurations if asked, stop the webhook server, and return;
 6. if the Lease is lost, stop reconciling at once and raise
    :class:`LeadershipLost` (``run_until_signal`` exits non-zero): another
    replica is reconciling now.
@@ -27,7 +31,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
@@ -54,6 +58,11 @@ from ._objects import Resource
 from ._queue_metrics import PrometheusQueueMetrics
 from ._rate_limiters import RateLimiter
 from ._reconciler import Reconciler, Request
+from .webhook._install import WebhookSetupError
+from .webhook._lifecycle import serve_webhooks, unserve_webhooks
+
+if TYPE_CHECKING:
+    from .webhook import WebhookServer
 
 __all__ = ["Manager"]
 
@@ -74,7 +83,8 @@ class Manager:
                  retry_period: float = 2.0, graceful_shutdown_timeout: float = 30.0,
                  cache_sync_timeout: float = 120.0, relist_period: float | None = None,
                  clock: Clock = _SYSTEM_CLOCK,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None,
+                 webhook_server: WebhookServer | None = None) -> None:
         if http_addr is not None:
             split_address(http_addr)  # fail now, not once running
         if leader_election and not leader_election_id:
@@ -94,6 +104,9 @@ class Manager:
         client.add_request_observer(
             ClientMetrics(self.registry, _host_of(client)).observe)
         self.events = EventRecorder(client, component=name, clock=clock)
+        self.webhook_server = webhook_server
+        if webhook_server is not None:
+            webhook_server.attach_metrics(self.registry)
         self.controllers: list[Controller] = []
         # Unique per manager, as controller-runtime's hostname_UUID: two managers in one
         # process (or two processes with one hostname) must never share an identity.
@@ -151,6 +164,8 @@ class Manager:
 
     def ready(self) -> tuple[bool, str]:
         """For ``/readyz``: caches synced and no watch dead (failing with an error)."""
+        if self.webhook_server is not None and not self.webhook_server.serving:
+            return False, "webhook server not serving"
         if not self._synced:
             return False, "caches not synced"
         broken = [s.resource for s in self.cache.statistics()
@@ -177,7 +192,8 @@ class Manager:
             if self._stop.is_set():
                 logger.info("shutdown complete")
         except BaseExceptionGroup as group:
-            for expected in (LeadershipLost, CacheSyncTimeout, EndpointsError):
+            for expected in (LeadershipLost, CacheSyncTimeout, EndpointsError,
+                             WebhookSetupError):
                 found = _first(group, expected)
                 if found is not None:
                     raise found from None
@@ -191,6 +207,8 @@ class Manager:
             await tg.start(serve_endpoints, self.http_addr, self.registry, self.ready,
                            self._set_port)
         tg.start_soon(self.events.run)
+        if self.webhook_server is not None:  # before the caches: conversion webhooks
+            await tg.start(serve_webhooks, self.client, self.webhook_server)
         await tg.start(self.cache.run)
         task_status.started()
         if not await self._unless_stopped(self.cache.wait_for_sync, self.cache_sync_timeout):
@@ -219,6 +237,8 @@ class Manager:
             await self.events.flush()
             if self.elector is not None:
                 await self.elector.release()
+            if self.webhook_server is not None:
+                await unserve_webhooks(self.client, self.webhook_server)
         tg.cancel_scope.cancel()
 
     async def _unless_stopped(self, step: Callable[..., Awaitable[None]], *args: Any) -> bool:
@@ -284,14 +304,14 @@ class Manager:
         """Run until SIGTERM or SIGINT, then shut down gracefully; returns the exit code.
 
         0 after a clean shutdown; 1 when the Lease was lost, the caches did
-        not sync or the endpoints could not be served (logged in one line
+        not sync, the endpoints or webhooks could not be served (logged in one line
         with the reason).
         """
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._stop_on_signal)
             try:
                 await self.run()
-            except (LeadershipLost, CacheSyncTimeout, EndpointsError) as err:
+            except (LeadershipLost, CacheSyncTimeout, EndpointsError, WebhookSetupError) as err:
                 logger.error("exiting: %s", err)
                 return 1
             finally:

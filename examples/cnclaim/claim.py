@@ -100,7 +100,7 @@ from .resources import (
     uid_of,
 )
 from .spec import spec_problem
-from .status import set_status
+from .status import claim_phase_changes, set_status
 
 __all__ = ["ClaimReconciler", "record_binding", "selector_matches", "selector_string"]
 
@@ -173,14 +173,14 @@ async def record_binding(client: Client, claim: Obj, pod: Obj) -> bool:
         elif "nodeName" in spec_of(current):
             ops.append({"op": "remove", "path": "/spec/nodeName"})
         try:
-            await client.patch(CNCLAIMS, name, ops, ns, type="json")
+            written = await client.patch(CNCLAIMS, name, ops, ns, type="json")
         except (NotFound, Conflict, Invalid):  # changed, going or gone: look again
             current = await _live_claim(client, ns, name, uid_of(claim))
             if current is None:
                 break
             continue
-        await set_status(client, CNCLAIMS, claim,
-                         {"phase": ClaimPhase.BOUND, "boundTime": now_rfc3339()})
+        await set_status(client, CNCLAIMS, written, claim_phase_changes(
+            written, ClaimPhase.BOUND, pod=name_of(pod), boundTime=now_rfc3339()))
         return True
     logger.info("claim %s/%s went or changed while binding Pod %s: released it", ns, name,
                 name_of(pod))
@@ -305,7 +305,7 @@ class ClaimReconciler(Reconciler):
         if pod is None:
             waiting = ClaimPhase.LOST if claim_phase(claim) == ClaimPhase.LOST else (
                 ClaimPhase.PENDING)
-            await set_status(self.client, CNCLAIMS, claim, {"phase": waiting})
+            await set_status(self.client, CNCLAIMS, claim, claim_phase_changes(claim, waiting))
             # An Idle Pod of the pool wakes waiting claims when it appears (index.py);
             # looking again now and then makes that a latency matter, never a stall.
             return Result.requeue_after(PENDING_RECHECK_SECONDS)
@@ -335,18 +335,18 @@ class ClaimReconciler(Reconciler):
         node = node_of(pod)
         if node and spec_of(claim).get("nodeName") != node:
             await self.client.patch(CNCLAIMS, name_of(claim), {"spec": {"nodeName": node}}, ns)
-        await set_status(self.client, CNCLAIMS, claim, {
-            "phase": ClaimPhase.BOUND,
-            "boundTime": status_of(claim).get("boundTime") or now_rfc3339()})
+        await set_status(self.client, CNCLAIMS, claim, claim_phase_changes(
+            claim, ClaimPhase.BOUND, pod=pod_name,
+            boundTime=status_of(claim).get("boundTime") or now_rfc3339()))
         return Result.done()
 
     async def lost(self, claim: Obj, pod_name: str) -> Result:
         """The bound Pod is gone: clear the spec, then say Lost (bug 3). The spec write's
         own event reconciles the claim again, which binds a new Pod."""
-        await self.client.patch(CNCLAIMS, name_of(claim), {"spec": {
+        cleared = await self.client.patch(CNCLAIMS, name_of(claim), {"spec": {
             "podName": None, "nodeName": None}}, namespace_of(claim))
-        await set_status(self.client, CNCLAIMS, claim,
-                         {"phase": ClaimPhase.LOST, "boundTime": None})
+        await set_status(self.client, CNCLAIMS, cleared,
+                         claim_phase_changes(cleared, ClaimPhase.LOST, boundTime=None))
         self.events.event(claim, "Warning", "PodLost",
                           f"Pod {pod_name} is gone; binding another")
         return Result.done()

@@ -7,6 +7,12 @@ Usage::
     python -m examples.cnclaim --kubeconfig PATH --scenario  # ... and the scenario there
     python -m examples.cnclaim --in-cluster --leader-elect   # in a Pod (manifests/)
 
+On a cluster the operator also serves the CNClaim validating webhook
+(``--no-webhooks`` to not): with ``--kubeconfig`` it registers the
+ValidatingWebhookConfiguration itself, pointed at ``--webhook-url`` with a
+generated CA and scoped to ``--namespace``, and removes it at exit; in a Pod
+the manifests hold the configuration and cert-manager the certificate.
+
 Exit status: 0 when the scenario converged (or the operator shut down
 cleanly), 1 when a step did not converge in time or the operator failed,
 2 for bad arguments.
@@ -31,7 +37,9 @@ from reconcilekit import (
     configure_logging,
     event_loop_options,
 )
+from reconcilekit.webhook import CertificateFiles, WebhookServer
 
+from .admission import add_claim_webhook, own_username
 from .operator import CRDInstallError, OperatorOptions, build_operator, install_crds
 from .run import OperatorFailed, play_with_operator
 from .scenario import Progress, StepFailed
@@ -98,6 +106,23 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--metrics-addr", metavar="HOST:PORT", type=_address,
                         help="serve /metrics, /healthz and /readyz here (default :8080 on a "
                              "cluster, none without one)")
+    parser.add_argument("--no-webhooks", action="store_true",
+                        help="do not serve the CNClaim validating webhook (malformed claims "
+                             "are then refused only by the controller, with a Warning Event)")
+    parser.add_argument("--webhook-addr", metavar="HOST:PORT", type=_address,
+                        default=":9443",
+                        help="serve the webhook here (default :9443)")
+    parser.add_argument("--webhook-url", metavar="URL",
+                        help="with --kubeconfig: how the API server reaches the webhook, "
+                             "https://HOST:PORT (default https://127.0.0.1:PORT, for a "
+                             "control plane on this machine); the operator registers its "
+                             "ValidatingWebhookConfiguration there with a generated CA, "
+                             "scoped to --namespace, and removes it at exit")
+    parser.add_argument("--webhook-cert-dir", metavar="DIR",
+                        default="/tmp/k8s-webhook-server/serving-certs",
+                        help="with --in-cluster: tls.crt and tls.key (cert-manager's Secret, "
+                             "reloaded when they change; the manifests' configuration gets "
+                             "its caBundle from cert-manager)")
     parser.add_argument("--workers", metavar="N", type=_positive_int, default=2,
                         help="concurrent reconciles per controller (default 2)")
     parser.add_argument("--simulated-nodes", metavar="N", type=int, default=0,
@@ -127,6 +152,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--simulated-nodes goes with --kubeconfig (the demo always simulates)")
     if args.kubeconfig and not os.path.isfile(args.kubeconfig):
         parser.error(f"--kubeconfig {args.kubeconfig}: no such file")
+    if args.webhook_url and not (args.kubeconfig and not args.no_webhooks):
+        parser.error("--webhook-url goes with --kubeconfig (and without --no-webhooks)")
+    if args.webhook_url:
+        try:
+            WebhookServer(url=args.webhook_url)
+        except ValueError as err:
+            parser.error(f"--webhook-url: {err}")
     return args
 
 
@@ -137,7 +169,8 @@ async def _run(args: argparse.Namespace, progress: Progress) -> int:
 
         await run_local(namespace=args.namespace or "default", workers=args.workers,
                         leader_election=args.leader_elect, http_addr=args.metrics_addr,
-                        step_timeout=args.step_timeout or 20.0, progress=progress)
+                        step_timeout=args.step_timeout or 20.0, progress=progress,
+                        webhooks=not args.no_webhooks)
         return 0
     try:
         client = (Client.in_cluster() if args.in_cluster
@@ -154,7 +187,8 @@ async def _run(args: argparse.Namespace, progress: Progress) -> int:
             namespace=args.namespace, workers=args.workers, leader_election=args.leader_elect,
             leader_election_namespace=args.leader_elect_namespace,
             http_addr=args.metrics_addr or ":8080")
-        manager = build_operator(client, options)
+        manager = build_operator(client, options,
+                                 webhook_server=await _webhook_server(client, args))
         async with _simulated_nodes(client, args.simulated_nodes, args.namespace):
             if args.scenario:
                 await play_with_operator(client, manager, args.namespace or "default",
@@ -162,6 +196,26 @@ async def _run(args: argparse.Namespace, progress: Progress) -> int:
                                          progress=progress)
                 return 0
             return await manager.serve()
+
+
+async def _webhook_server(client: Client, args: argparse.Namespace) -> WebhookServer | None:
+    """The CNClaim webhook's server for a cluster run, or None with --no-webhooks."""
+    if args.no_webhooks:
+        return None
+    host, _, port = args.webhook_addr.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    user = await own_username(client)
+    if args.in_cluster:  # the manifests hold the configuration; cert-manager the certificate
+        server = WebhookServer(name="cnclaim-operator", host=host, port=int(port),
+                               certificate=CertificateFiles(args.webhook_cert_dir))
+    else:
+        server = WebhookServer(name=f"cnclaim-operator-{args.namespace or 'all'}", host=host,
+                               port=int(port), url=args.webhook_url,
+                               install_configurations=True,
+                               remove_configurations_on_exit=True)
+    add_claim_webhook(server, operator_users={user} if user else None,
+                      namespace=args.namespace)
+    return server
 
 
 def _simulated_nodes(client: Client, nodes: int,

@@ -27,6 +27,7 @@ import anyio
 import yaml
 
 from reconcilekit import AlreadyExists, Client, Forbidden, Manager, NotFound, Predicate
+from reconcilekit.webhook import WebhookServer
 
 from .claim import ClaimReconciler
 from .claimset import ClaimSetReconciler, claimset_expectations_handler
@@ -75,8 +76,13 @@ class OperatorOptions:
     relist_period: float | None = None
 
 
-def build_operator(client: Client, options: OperatorOptions = OperatorOptions()) -> Manager:
-    """A Manager with the three controllers, ready to ``run()`` or ``serve()``."""
+def build_operator(client: Client, options: OperatorOptions = OperatorOptions(), *,
+                   webhook_server: WebhookServer | None = None) -> Manager:
+    """A Manager with the three controllers, ready to ``run()`` or ``serve()``.
+
+    With ``webhook_server``, the manager serves it (add the CNClaim validator
+    to it first: :func:`examples.cnclaim.admission.add_claim_webhook`).
+    """
     if options.workers < 1:
         raise ValueError(f"workers must be >= 1, got {options.workers}")
     manager = Manager(client, name="cnclaim-operator", namespace=options.namespace,
@@ -86,7 +92,7 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions())
                       lease_duration=options.lease_duration,
                       renew_deadline=options.renew_deadline, retry_period=options.retry_period,
                       graceful_shutdown_timeout=options.graceful_shutdown_timeout,
-                      relist_period=options.relist_period)
+                      relist_period=options.relist_period, webhook_server=webhook_server)
     cache, events = manager.cache, manager.events
     index = Indexes(cache)
     pool_expectations = manager.expectations("cnpool", timeout=options.expectations_timeout)

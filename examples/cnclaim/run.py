@@ -29,7 +29,8 @@ async def play_with_operator(client: Client, manager: Manager, namespace: str, *
     (never wrapped in an exception group).
     """
     failures: list[BaseException] = []
-    scenario = Scenario(client, namespace, progress, step_timeout=step_timeout)
+    scenario = Scenario(client, namespace, progress, step_timeout=step_timeout,
+                        admission=manager.webhook_server is not None)
     async with anyio.create_task_group() as tg:
 
         async def operate(*, task_status: anyio.abc.TaskStatus[None]) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import anyio
 
-from reconcilekit import AlreadyExists, Client, EventHandler, Informer, NotFound
+from reconcilekit import AlreadyExists, APIError, Client, EventHandler, Informer, NotFound
 
 from .resources import (
     CLAIMED_BY_LABEL,
@@ -84,8 +84,9 @@ class Scenario:
     """Plays the scenario in ``namespace``, reporting to ``progress``."""
 
     def __init__(self, client: Client, namespace: str, progress: Progress, *,
-                 step_timeout: float = 20.0) -> None:
+                 step_timeout: float = 20.0, admission: bool = False) -> None:
         self.client = client
+        self.admission = admission  # the operator's webhook validates claims
         self.namespace = namespace
         self.step_timeout = step_timeout
         self.progress = progress
@@ -311,6 +312,23 @@ class Scenario:
         await self._until("no claim left, every Pod Idle in the pool", all_back)
         self._line("  -> the claims' finalizers released every Pod; none is left; "
                    "the pool holds 6 Idle Pods")
+        if self.admission:
+            await self._refused_at_admission()
+
+    async def _refused_at_admission(self) -> None:
+        self._begin("create a CNClaim whose selector says 'zone In ()'")
+        try:
+            await self.client.create(CNCLAIMS, {
+                "apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
+                "metadata": {"name": "malformed"},
+                "spec": {"selector": {"matchExpressions": [{"key": "zone",
+                                                            "operator": "In"}]}}},
+                self.namespace)
+        except APIError as err:
+            self._line(f"  -> refused at admission: {err.message}")
+            return
+        raise StepFailed("the malformed claim was stored: the operator's webhook did not "
+                         "refuse it")
 
     def _bindings(self, claims: list[Obj]) -> str:
         return ", ".join(f"{name_of(c)} on {spec_of(c).get('podName')}" for c in claims)

@@ -21,6 +21,7 @@ from ._fake_clock import FakeClock as FakeClock
 from ._faults import Faults as Faults
 from ._nodes import NodeSimulator as NodeSimulator
 from ._tcp_proxy import TCPProxy as TCPProxy
+from ._webhook_install import installed_webhooks as installed_webhooks
 
 __all__ = [
     "APIServer",
@@ -33,4 +34,5 @@ __all__ = [
     "NodeSimulator",
     "TCPProxy",
     "eventually",
+    "installed_webhooks",
 ]

@@ -30,6 +30,7 @@ from examples.cnclaim.resources import (
 )
 from reconcilekit import Client, EventHandler, Informer, Manager, NotFound
 from reconcilekit.testing import Cluster, NodeSimulator
+from reconcilekit.webhook import WebhookServer
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -66,10 +67,12 @@ async def eventually(check: Callable[[], Awaitable[T]], within: float = 10.0,
 
 @asynccontextmanager
 async def running_operator(cluster: Cluster, client: Client, *, workers: int = 2,
+                           webhook_server: WebhookServer | None = None,
                            **options: Any) -> AsyncIterator[Manager]:
     """The operator running on ``client`` in the cluster's namespace until the block ends."""
     manager = build_operator(client, OperatorOptions(
-        namespace=cluster.namespace, workers=workers, http_addr=None, **options))
+        namespace=cluster.namespace, workers=workers, http_addr=None, **options),
+        webhook_server=webhook_server)
     async with NodeSimulator(client, nodes=3, namespace=cluster.namespace), \
             anyio.create_task_group() as tg:
         await tg.start(manager.run)

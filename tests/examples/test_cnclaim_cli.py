@@ -15,8 +15,9 @@ import anyio
 import pytest
 
 from examples.cnclaim.resources import CNCLAIMS, CNPOOLS
-from reconcilekit import Client
+from reconcilekit import APIError, Client, NotFound
 from reconcilekit.testing import Cluster
+from reconcilekit.webhook import VALIDATING_CONFIGURATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +41,10 @@ async def test_the_demo_plays_every_step_and_exits_zero() -> None:
     code, out, err = await _run()
     assert code == 0, out + err
     steps = re.findall(r"^\[ *\d+\.\d\ds\] step (\d): ", out, re.MULTILINE)
-    assert steps == [str(i) for i in range(1, 9)], out
+    assert steps == [str(i) for i in range(1, 10)], out
+    assert ('refused at admission: admission webhook "validate.cnclaims.core.matrixorigin.io" '
+            "denied the request: spec.selector.matchExpressions[0].values: must be specified "
+            "when operator is In") in out
     assert "went Lost (spec.podName and spec.nodeName cleared), then bound" in out
     assert "the migrating" in out and "kept" in out
     for header in ("POOL  REPLICAS  IDLE  BOUND  DRAINING", "CLAIM  PHASE", "POD  "):
@@ -93,7 +97,7 @@ def _kubeconfig(apiserver: Cluster, tmp_path: Path) -> Path:
 def _cluster_args(apiserver: Cluster, tmp_path: Path) -> list[str]:
     args = ["--kubeconfig", str(_kubeconfig(apiserver, tmp_path)),
             "--namespace", apiserver.namespace, "--metrics-addr", "127.0.0.1:0",
-            "--install-crds"]
+            "--install-crds", "--webhook-addr", "127.0.0.1:0"]
     return [*args, "--simulated-nodes", "3"]
 
 
@@ -111,7 +115,9 @@ async def test_kubeconfig_scenario_installs_the_crds_and_plays_there(apiserver: 
 async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
         apiserver: Cluster, tmp_path: Path) -> None:
     """No CNPool object: Idle Pods labelled with the pool (provisioned by another tool)
-    are bound all the same. SIGTERM ends the operator with status 0."""
+    are bound all the same; a malformed claim is refused at admission by the webhook the
+    operator registered. SIGTERM ends the operator with status 0, its webhook
+    configuration removed."""
     from cnclaim_env import bound_to, eventually, idle_pod, new_claim
 
     proc = await asyncio.create_subprocess_exec(
@@ -132,10 +138,19 @@ async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
             assert await eventually(lambda: bound_to(client, apiserver.namespace, "bare"),
                                     what="the bare claim Bound") == pod["metadata"]["name"]
             await client.delete(CNCLAIMS, "bare", apiserver.namespace)
-        proc.send_signal(signal.SIGTERM)
-        with anyio.fail_after(30):
-            rest = (await proc.stderr.read()).decode()
-            code = await proc.wait()
+            with pytest.raises(APIError) as refused:
+                await new_claim(apiserver, client, "bad", "preprovisioned", selector={
+                    "matchExpressions": [{"key": "zone", "operator": "NotIn"}]})
+            assert ("denied the request: spec.selector.matchExpressions[0].values: must be "
+                    "specified when operator is NotIn") in str(refused.value)
+            configuration = f"cnclaim-operator-{apiserver.namespace}"
+            assert (await client.get(VALIDATING_CONFIGURATIONS, configuration))["webhooks"]
+            proc.send_signal(signal.SIGTERM)
+            with anyio.fail_after(30):
+                rest = (await proc.stderr.read()).decode()
+                code = await proc.wait()
+            with pytest.raises(NotFound):
+                await client.get(VALIDATING_CONFIGURATIONS, configuration)
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -24,6 +24,8 @@ import pytest
 import yaml
 
 from examples.cnclaim import OperatorOptions, build_operator
+from examples.cnclaim.admission import add_claim_webhook
+from examples.cnclaim.cli import parse_args
 from examples.cnclaim.operator import MANIFESTS, load_crds
 from examples.cnclaim.resources import CNPOOLS
 from examples.cnclaim.run import play_with_operator
@@ -31,6 +33,7 @@ from examples.cnclaim.scenario import Progress
 from reconcilekit import Client, RequestRecord
 from reconcilekit.testing import Cluster, NodeSimulator
 from reconcilekit.testing._control_plane import assets_from_env
+from reconcilekit.webhook import ServiceReference, WebhookServer
 
 from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
 
@@ -80,6 +83,47 @@ def test_the_deployment_probes_health_and_elects_a_leader_as_its_service_account
         subjects = [d["subjects"] for (k, _), d in rbac.items() if k == binding]
         assert [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
                  "namespace": deployment["metadata"]["namespace"]}] in subjects
+
+
+def test_the_webhook_manifests_match_what_the_operator_serves() -> None:
+    """webhook.yaml's configuration names the path, rules and policies of the operator's
+    CNClaim validator, through the Service to the Deployment's port, with cert-manager's
+    certificate mounted where the operator reads it."""
+    docs = {d["kind"]: d for d in _docs("webhook.yaml")}
+    (deployment,) = _docs("deployment.yaml")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    server = WebhookServer(port=0, service=ServiceReference("cnclaim-system",
+                                                            "cnclaim-operator-webhook"))
+    add_claim_webhook(server, operator_users=None)
+    [(_, served)] = server.configurations()
+    [wanted] = served["webhooks"]
+    [declared] = docs["ValidatingWebhookConfiguration"]["webhooks"]
+    wanted["clientConfig"].pop("caBundle")  # cert-manager injects it on the cluster
+    assert declared == wanted
+    service = docs["Service"]
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    [port] = service["spec"]["ports"]
+    assert port["targetPort"] in {p["name"] for p in container["ports"]}
+    certificate = docs["Certificate"]["spec"]
+    assert set(certificate["dnsNames"]) == set(server.service.hosts)  # type: ignore[union-attr]
+    [volume] = pod["volumes"]
+    assert volume["secret"]["secretName"] == certificate["secretName"]
+    [mount] = container["volumeMounts"]
+    assert mount["mountPath"] == parse_args(["--in-cluster"]).webhook_cert_dir
+    annotation = docs["ValidatingWebhookConfiguration"]["metadata"]["annotations"]
+    assert annotation["cert-manager.io/inject-ca-from"] == (
+        f"{docs['Certificate']['metadata']['namespace']}/"
+        f"{docs['Certificate']['metadata']['name']}")
+
+
+async def test_the_webhook_configuration_is_valid_for_the_api_server(
+        apiserver: Cluster) -> None:
+    config = {d["kind"]: d for d in _docs("webhook.yaml")}["ValidatingWebhookConfiguration"]
+    answer = await apiserver.request(
+        "POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+                "?dryRun=All", json=config)
+    assert answer.status == 201, answer
 
 
 async def test_rbac_grants_every_request_the_operator_makes(apiserver: Cluster,
@@ -178,7 +222,7 @@ async def test_the_operator_runs_under_its_manifests_rbac_on_kube_apiserver(
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
         "--namespace", ns, "--leader-elect", "--leader-elect-namespace", "cnclaim-system",
-        "--metrics-addr", "127.0.0.1:0", cwd=ROOT, stdout=subprocess.PIPE,
+        "--metrics-addr", "127.0.0.1:0", "--no-webhooks", cwd=ROOT, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE)
     try:
         async with NodeSimulator(client, nodes=2, namespace=ns):

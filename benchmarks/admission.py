@@ -1,0 +1,141 @@
+"""Admission latency: what the CNClaim validating webhook adds to each create.
+
+Run: ``python -m benchmarks.admission [--assets DIR | --in-process] [--n 200] [--rounds 3]``.
+Numbers go in docs/performance.md.
+
+The webhook runs as a process of its own (``--serve-webhook``: the CNClaim
+validator on a :class:`reconcilekit.webhook.WebhookServer`, its
+configuration installed scoped to one namespace), as an operator would. Each
+round creates N valid CNClaims at once (N in flight) in a namespace the
+webhook does not cover and N in one it does, alternating which goes first;
+the latency of every create is taken on the client. Reported: p50 and p99 per
+create without and with the webhook, in the same run, and the difference;
+and the webhook process's CPU time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+from examples.cnclaim.admission import add_claim_webhook
+from examples.cnclaim.operator import install_crds
+from examples.cnclaim.resources import CNCLAIMS
+from reconcilekit import Client, Resource
+from reconcilekit.webhook import WebhookServer, install_configurations, remove_configurations
+
+from .servers import api_server
+
+NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
+PLAIN, GUARDED = "admission-plain", "admission-guarded"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def serve_webhook(kubeconfig: str) -> None:
+    """The webhook alone, until SIGTERM; prints ``ready`` once its configuration is in."""
+    async with await Client.from_kubeconfig(kubeconfig) as client:
+        server = WebhookServer(name="admission-benchmark", host="127.0.0.1", port=0)
+        add_claim_webhook(server, operator_users=None, namespace=GUARDED)
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.run)
+            await install_configurations(client, server)
+            print("ready", flush=True)
+            with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+            await remove_configurations(client, server)
+            tg.cancel_scope.cancel()
+    print(f"cpu {time.process_time()}", flush=True)
+
+
+async def _storm(client: Client, namespace: str, n: int, round_: int) -> list[float]:
+    """Create ``n`` claims at once; each create's latency in seconds."""
+    latencies: list[float] = []
+
+    async def create(i: int) -> None:
+        started = time.perf_counter()
+        await client.create(CNCLAIMS, {
+            "apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
+            "metadata": {"name": f"c-{round_}-{i}"}, "spec": {"poolName": "p"}}, namespace)
+        latencies.append(time.perf_counter() - started)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(n):
+            tg.start_soon(create, i)
+    return latencies
+
+
+def _quantile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q * 100) - 1]
+
+
+async def run(assets: str | None, n: int, rounds: int) -> None:
+    async with api_server(assets) as kubeconfig, \
+            await Client.from_kubeconfig(str(kubeconfig)) as client:
+        await install_crds(client)
+        for ns in (PLAIN, GUARDED):
+            await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": ns}})
+        webhook = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "benchmarks.admission", "--serve-webhook", str(kubeconfig),
+            stdout=subprocess.PIPE, cwd=ROOT)
+        try:
+            assert webhook.stdout is not None
+            assert (await webhook.stdout.readline()).strip() == b"ready"
+            await _storm(client, PLAIN, 20, -1)  # warm both paths (connections, caches)
+            await _storm(client, GUARDED, 20, -1)
+            plain: list[float] = []
+            guarded: list[float] = []
+            for r in range(rounds):
+                order = [(PLAIN, plain), (GUARDED, guarded)]
+                for ns, into in (order if r % 2 == 0 else order[::-1]):
+                    into.extend(await _storm(client, ns, n, r))
+                    print(f"round {r + 1}/{rounds} {ns}: done", file=sys.stderr)
+        finally:
+            webhook.send_signal(signal.SIGTERM)
+            rest = (await webhook.stdout.read()).decode().split()
+            await webhook.wait()
+    cpu = float(rest[-1]) if rest[-2:-1] == ["cpu"] else float("nan")
+    server = "kube-apiserver" if assets else "in-process"
+    print(f"\n{n} concurrent CNClaim creates x {rounds} rounds, {server}\n")
+    print("| | p50 per create | p99 per create |")
+    print("|---|---|---|")
+    rows = (("no webhook", plain), ("CNClaim validating webhook", guarded))
+    for label, values in rows:
+        print(f"| {label} | {_quantile(values, 0.5) * 1000:.1f} ms "
+              f"| {_quantile(values, 0.99) * 1000:.1f} ms |")
+    print(f"| added by the webhook | "
+          f"{(_quantile(guarded, 0.5) - _quantile(plain, 0.5)) * 1000:+.1f} ms | "
+          f"{(_quantile(guarded, 0.99) - _quantile(plain, 0.99)) * 1000:+.1f} ms |")
+    calls = len(guarded) + 20
+    print(f"\nwebhook process: {cpu:.2f} CPU-s in all ({cpu / calls * 1000:.2f} ms per "
+          f"admission of {calls}, start-up included)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.admission")
+    parser.add_argument("--assets", default=os.environ.get("RECONCILEKIT_TEST_ASSETS"),
+                        help="kube-apiserver and etcd binaries (default "
+                             "$RECONCILEKIT_TEST_ASSETS); without: the in-process server")
+    parser.add_argument("--in-process", action="store_true")
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--serve-webhook", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_webhook:
+        anyio.run(serve_webhook, args.serve_webhook)
+        return
+    anyio.run(run, None if args.in_process else args.assets, args.n, args.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""AdmissionReview v1: what a validating or mutating webhook is asked, and what it answers.
+
+A handler gets an :class:`AdmissionRequest`: the operation, the object as it
+would be stored (``object``, None on DELETE) and as it was (``old_object``,
+None on CREATE), the user who asked (:class:`UserInfo`), and whether the
+request is a dry run. A validator returns a :class:`Verdict`
+(``Verdict.allow(*warnings)`` or ``Verdict.deny(message)``); a defaulter
+returns the object as it should be and the server answers with the JSON
+patch from the request's object to it (:func:`json_patch`). Either may raise
+:class:`AdmissionDenied` to refuse with a message.
+
+Guarantees: the handler's ``object``/``old_object`` are its own copies
+(a defaulter may change ``request.object`` in place and return it); the
+answer always echoes the request's ``uid`` (kube-apiserver rejects any
+other); the patch is computed from exactly the object the API server sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+__all__ = ["AdmissionDenied", "AdmissionRequest", "MalformedReview", "UserInfo", "Verdict",
+           "json_patch"]
+
+Obj = dict[str, Any]
+ADMISSION_V1: Final = "admission.k8s.io/v1"
+OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+
+class MalformedReview(ValueError):
+    """The request body is not an AdmissionReview (or ConversionReview) v1; says why."""
+
+
+class AdmissionDenied(Exception):
+    """Raise from a handler to refuse the request with ``message`` (``code``: 403)."""
+
+    def __init__(self, message: str, *, code: int = 403) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    """Who sent the request to the API server (``request.userInfo``)."""
+
+    username: str = ""
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A validator's answer: allowed or not, with a message and warnings for the client."""
+
+    allowed: bool
+    message: str = ""
+    code: int = 200
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def allow(cls, *warnings: str) -> Verdict:
+        """Allowed; ``warnings`` reach the client (kubectl prints them)."""
+        return cls(True, warnings=warnings)
+
+    @classmethod
+    def deny(cls, message: str, *, code: int = 403, warnings: tuple[str, ...] = ()) -> Verdict:
+        """Refused with ``message``; kube-apiserver answers the client
+        ``admission webhook "NAME" denied the request: MESSAGE``."""
+        if not message:
+            raise ValueError("a denial needs a message saying what is wrong")
+        return cls(False, message, code, warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    """One ``AdmissionReview.request``, decoded.
+
+    ``kind``/``resource`` are ``{group, version, kind|resource}`` of the
+    object as the webhook matched it (``request_kind``/``request_resource``:
+    as the client sent it, which differs under ``matchPolicy: Equivalent``).
+    """
+
+    uid: str
+    operation: str
+    kind: Mapping[str, str]
+    resource: Mapping[str, str]
+    sub_resource: str
+    name: str
+    namespace: str
+    user: UserInfo
+    object: Obj | None
+    old_object: Obj | None
+    dry_run: bool
+    options: Obj | None
+    request_kind: Mapping[str, str]
+    request_resource: Mapping[str, str]
+
+    @classmethod
+    def from_review(cls, review: Any) -> AdmissionRequest:
+        """Decode an AdmissionReview v1; :class:`MalformedReview` says what is missing."""
+        req = review_request(review, ADMISSION_V1, "AdmissionReview",
+                             "the webhook's admissionReviewVersions")
+        if not isinstance(req, Mapping):
+            raise MalformedReview("the AdmissionReview has no request")
+        uid, operation = req.get("uid"), req.get("operation")
+        if not isinstance(uid, str) or not uid:
+            raise MalformedReview("the AdmissionReview's request has no uid")
+        if operation not in OPERATIONS:
+            raise MalformedReview(f"request.operation {operation!r} is not one of "
+                                  f"{', '.join(OPERATIONS)}")
+        given = req.get("userInfo")
+        user: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        kind = _strings(req.get("kind"))
+        resource = _strings(req.get("resource"))
+        return cls(
+            uid=uid, operation=operation, kind=kind, resource=resource,
+            sub_resource=str(req.get("subResource") or ""),
+            name=str(req.get("name") or ""), namespace=str(req.get("namespace") or ""),
+            user=UserInfo(str(user.get("username") or ""), str(user.get("uid") or ""),
+                          tuple(user.get("groups") or ()),
+                          {str(k): tuple(v) for k, v in (user.get("extra") or {}).items()
+                           if isinstance(v, list)}),
+            object=_object(req.get("object")), old_object=_object(req.get("oldObject")),
+            dry_run=bool(req.get("dryRun")), options=_object(req.get("options")),
+            request_kind=_strings(req.get("requestKind")) or kind,
+            request_resource=_strings(req.get("requestResource")) or resource)
+
+
+def review_request(review: Any, api_version: str, kind: str, setting: str) -> Any:
+    """The ``request`` of a review of ``kind`` at ``api_version``; :class:`MalformedReview`
+    if the body is another kind or version (``setting`` names what to fix)."""
+    if not isinstance(review, Mapping):
+        raise MalformedReview("the body is not a JSON object")
+    if review.get("apiVersion") != api_version or review.get("kind") != kind:
+        raise MalformedReview(
+            f"expected kind {kind} of {api_version}, got kind {review.get('kind')!r} of "
+            f"apiVersion {review.get('apiVersion')!r} (set {setting} to [v1])")
+    return review.get("request")
+
+
+def review_response(uid: str, verdict: Verdict, patch: list[Obj] | None = None) -> Obj:
+    """The AdmissionReview v1 to answer with."""
+    response: Obj = {"uid": uid, "allowed": verdict.allowed}
+    if not verdict.allowed:
+        response["status"] = {"code": verdict.code, "message": verdict.message,
+                              "reason": _reason(verdict.code)}
+    if verdict.warnings:
+        response["warnings"] = list(verdict.warnings)
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(orjson.dumps(patch)).decode()
+    return {"apiVersion": ADMISSION_V1, "kind": "AdmissionReview", "response": response}
+
+
+def json_patch(old: Any, new: Any, path: str = "") -> list[Obj]:
+    """RFC 6902 operations that turn ``old`` into ``new``.
+
+    Objects are compared key by key (``add``/``remove``/``replace`` of what
+    differs); a list that differs is replaced whole, so the patch never
+    depends on list positions the API server may have shifted. An empty list
+    means equal.
+    """
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        ops: list[Obj] = []
+        for key in old:
+            if key not in new:
+                ops.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+        for key, value in new.items():
+            sub = f"{path}/{_escape(key)}"
+            if key not in old:
+                ops.append({"op": "add", "path": sub, "value": copy.deepcopy(value)})
+            else:
+                ops.extend(json_patch(old[key], value, sub))
+        return ops
+    if old == new and type(old) is type(new):
+        return []
+    return [{"op": "replace", "path": path, "value": copy.deepcopy(new)}]
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _reason(code: int) -> str:
+    return {400: "BadRequest", 403: "Forbidden", 409: "Conflict", 422: "Invalid",
+            500: "InternalError", 504: "Timeout"}.get(code, "")
+
+
+def _object(value: Any) -> Obj | None:
+    return copy.deepcopy(dict(value)) if isinstance(value, Mapping) else None
+
+
+def _strings(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}

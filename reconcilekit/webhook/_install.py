@@ -1,0 +1,83 @@
+"""Keeping the API server's webhook configurations in step with a :class:`WebhookServer`.
+
+What kopf does for a development operator, and envtest's
+``WebhookInstallOptions`` for tests: write the Validating- and
+MutatingWebhookConfiguration named after the server (its hooks, pointed at
+its ``url`` or ``service``, with the CA that signed its certificate as
+``caBundle``) and each converted CRD's ``spec.conversion``. In production
+they usually come from manifests, with cert-manager's CA injector filling
+``caBundle``; then leave ``install_configurations`` off.
+
+Guarantees: the configurations are written only when they differ from what
+is stored (a restart writes nothing); only the ``webhooks`` list and the
+CRD's ``spec.conversion`` are written, so labels and annotations others set
+stay; :func:`remove_configurations` deletes only the configurations it wrote
+(a missing one is fine) and never the CRDs' conversion (objects stored at
+another version would become unreadable).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .._client import Client
+from .._errors import APIError, NotFound, describe_error
+from ..upsert import Outcome, create_or_patch
+from ._admission import Obj
+from ._server import CRDS, WebhookServer
+
+__all__ = ["WebhookSetupError", "install_configurations", "remove_configurations"]
+
+logger = logging.getLogger("reconcilekit.webhook")
+
+
+class WebhookSetupError(RuntimeError):
+    """The webhook configurations could not be written; the message names which and why."""
+
+
+async def install_configurations(client: Client, server: WebhookServer) -> list[str]:
+    """Write the server's configurations and CRD conversions; the names of those changed."""
+    changed = []
+    for resource, wanted in server.configurations():
+        def mutate(obj: Obj, wanted: Obj = wanted) -> None:
+            obj.setdefault("metadata", {}).setdefault("labels", {}).update(
+                wanted["metadata"]["labels"])
+            obj["webhooks"] = wanted["webhooks"]
+
+        try:
+            outcome, _ = await create_or_patch(client, resource, server.name, None, mutate)
+        except APIError as err:
+            raise WebhookSetupError(f"cannot write {resource.kind} {server.name}: "
+                                    f"{describe_error(err)}") from None
+        if outcome is not Outcome.UNCHANGED:
+            changed.append(f"{resource.kind}/{server.name}")
+    for crd, conversion in server.crd_conversions().items():
+        try:
+            await client.get(CRDS, crd)
+        except NotFound:
+            raise WebhookSetupError(f"CustomResourceDefinition {crd} is not installed: install "
+                                    f"it before its conversion webhook is configured") from None
+
+        def convert(obj: Obj, conversion: Obj = conversion) -> None:
+            obj.setdefault("spec", {})["conversion"] = conversion
+
+        try:
+            outcome, _ = await create_or_patch(client, CRDS, crd, None, convert)
+        except APIError as err:
+            raise WebhookSetupError(f"cannot write the conversion of CustomResourceDefinition "
+                                    f"{crd}: {describe_error(err)}") from None
+        if outcome is not Outcome.UNCHANGED:
+            changed.append(f"CustomResourceDefinition/{crd}")
+    if changed:
+        logger.info("webhook configuration written: %s", ", ".join(changed))
+    return changed
+
+
+async def remove_configurations(client: Client, server: WebhookServer) -> None:
+    """Delete the server's Validating/MutatingWebhookConfiguration (missing ones are fine)."""
+    for resource, _ in server.configurations():
+        try:
+            await client.delete(resource, server.name)
+        except NotFound:
+            continue
+        logger.info("webhook configuration removed: %s/%s", resource.kind, server.name)

@@ -1,0 +1,352 @@
+"""WebhookServer: AdmissionReview and ConversionReview v1 over HTTPS, as an API server sends them.
+
+These tests post reviews to the server directly, to pin the wire format and
+the failure answers; tests/test_webhook_apiserver.py has kube-apiserver (and
+the in-process server) call it.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import anyio
+import anyio.lowlevel
+import orjson
+import pytest
+import pytest_asyncio
+
+from reconcilekit import Resource
+from reconcilekit.testing import FakeClock, eventually
+from reconcilekit.webhook import (
+    AdmissionDenied,
+    AdmissionRequest,
+    ServingCertificate,
+    Verdict,
+    WebhookServer,
+    json_patch,
+)
+
+WIDGETS = Resource("example.com", "v1", "Widget", "widgets")
+WIDGETS_V2 = Resource("example.com", "v2", "Widget", "widgets")
+
+
+def review(obj: dict[str, Any] | None, *, operation: str = "CREATE",
+           old: dict[str, Any] | None = None, dry_run: bool = False) -> dict[str, Any]:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": str(uuid.uuid4()), "operation": operation,
+                        "kind": {"group": "example.com", "version": "v1", "kind": "Widget"},
+                        "resource": {"group": "example.com", "version": "v1",
+                                     "resource": "widgets"},
+                        "name": "w", "namespace": "ns", "dryRun": dry_run,
+                        "userInfo": {"username": "alice", "groups": ["devs"]},
+                        "object": obj, "oldObject": old}}
+
+
+def widget(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "ns"}, "spec": spec}
+
+
+class Running:
+    def __init__(self, server: WebhookServer, session: aiohttp.ClientSession) -> None:
+        self.server, self.session = server, session
+
+    async def post(self, path: str, body: Any, *, query: str = "") -> tuple[int, Any]:
+        raw = body if isinstance(body, bytes) else orjson.dumps(body)
+        async with self.session.post(f"{self.server.base_url}{path}{query}", data=raw,
+                                     headers={"Content-Type": "application/json"}) as r:
+            text = await r.read()
+            return r.status, (orjson.loads(text) if r.content_type == "application/json"
+                              else text.decode())
+
+
+async def serve(server: WebhookServer) -> AsyncIterator[Running]:
+    """The server running, and a session that trusts its generated CA."""
+    assert isinstance(server.certificate, ServingCertificate)
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        connector = aiohttp.TCPConnector(ssl=server.certificate.client_context())
+        async with aiohttp.ClientSession(connector=connector) as session:
+            yield Running(server, session)
+        tg.cancel_scope.cancel()
+
+
+@pytest_asyncio.fixture
+async def server_and_clock() -> AsyncIterator[tuple[WebhookServer, FakeClock]]:
+    clock = FakeClock()
+    yield WebhookServer(host="127.0.0.1", port=0, clock=clock), clock
+
+
+async def test_a_validator_allows_and_denies_and_the_answer_echoes_the_uid(
+        server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
+    server, _ = server_and_clock
+    seen: list[AdmissionRequest] = []
+
+    @server.validator(WIDGETS)
+    async def validate(request: AdmissionRequest) -> Verdict:
+        seen.append(request)
+        assert request.object is not None
+        if request.object["spec"].get("size", 0) > 10:
+            return Verdict.deny("spec.size: must be at most 10")
+        return Verdict.allow("size is fine")
+
+    async for api in serve(server):
+        good, bad = review(widget(size=3)), review(widget(size=11))
+        status, answer = await api.post("/validate-example-com-v1-widget", good)
+        assert status == 200
+        assert answer == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                          "response": {"uid": good["request"]["uid"], "allowed": True,
+                                       "warnings": ["size is fine"]}}
+        status, answer = await api.post("/validate-example-com-v1-widget", bad)
+        assert answer["response"] == {
+            "uid": bad["request"]["uid"], "allowed": False,
+            "status": {"code": 403, "message": "spec.size: must be at most 10",
+                       "reason": "Forbidden"}}
+    assert seen[0].user.username == "alice" and seen[0].user.groups == ("devs",)
+    assert seen[0].operation == "CREATE" and seen[0].old_object is None
+    assert seen[0].namespace == "ns" and seen[0].name == "w"
+
+
+async def test_a_defaulter_is_answered_with_the_json_patch_to_its_object(
+        server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
+    server, _ = server_and_clock
+
+    @server.defaulter(WIDGETS)
+    async def default(request: AdmissionRequest) -> dict[str, Any] | None:
+        obj = request.object
+        assert obj is not None
+        obj["spec"].setdefault("size", 1)
+        obj["metadata"].setdefault("labels", {})["app/tier"] = "web"
+        del obj["spec"]["drop"]
+        return obj
+
+    async for api in serve(server):
+        sent = widget(drop=True, keep="x")
+        _, answer = await api.post("/default-example-com-v1-widget", review(sent))
+    response = answer["response"]
+    assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+    patch = orjson.loads(base64.b64decode(response["patch"]))
+    assert patch == [{"op": "add", "path": "/metadata/labels", "value": {"app/tier": "web"}},
+                     {"op": "remove", "path": "/spec/drop"},
+                     {"op": "add", "path": "/spec/size", "value": 1}]
+
+
+async def test_a_defaulter_that_changes_nothing_sends_no_patch(
+        server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
+    server, _ = server_and_clock
+
+    @server.defaulter(WIDGETS)
+    async def default(request: AdmissionRequest) -> dict[str, Any] | None:
+        return request.object
+
+    async for api in serve(server):
+        _, answer = await api.post("/default-example-com-v1-widget", review(widget(size=1)))
+    assert "patch" not in answer["response"] and answer["response"]["allowed"] is True
+
+
+def test_json_patch_escapes_keys_and_replaces_changed_lists_whole() -> None:
+    old = {"a/b": 1, "c~d": [1, 2], "n": 1, "t": True}
+    new = {"a/b": 2, "c~d": [1], "n": 1.0, "t": True}
+    assert json_patch(old, new) == [
+        {"op": "replace", "path": "/a~1b", "value": 2},
+        {"op": "replace", "path": "/c~0d", "value": [1]},
+        {"op": "replace", "path": "/n", "value": 1.0}]
+    assert json_patch(new, new) == []
+
+
+async def test_a_handler_that_raises_is_a_denial_with_its_reason_and_one_traceback(
+        server_and_clock: tuple[WebhookServer, FakeClock],
+        caplog: pytest.LogCaptureFixture) -> None:
+    server, _ = server_and_clock
+
+    @server.validator(WIDGETS)
+    async def validate(request: AdmissionRequest) -> Verdict:
+        raise KeyError("spec")
+
+    caplog.set_level(logging.INFO, "reconcilekit.webhook")
+    async for api in serve(server):
+        answers = [await api.post("/validate-example-com-v1-widget", review(widget()))
+                   for _ in range(3)]
+    for status, answer in answers:
+        assert status == 200
+        assert answer["response"]["allowed"] is False
+        assert answer["response"]["status"]["code"] == 500
+        assert answer["response"]["status"]["message"] == (
+            "webhook validate.widgets.example.com failed: KeyError: 'spec'")
+    failures = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert [r.levelname for r in failures] == ["ERROR", "WARNING", "WARNING"]
+    assert failures[0].exc_info is not None and failures[1].exc_info is None
+
+
+async def test_a_handler_may_refuse_by_raising_admission_denied(
+        server_and_clock: tuple[WebhookServer, FakeClock],
+        caplog: pytest.LogCaptureFixture) -> None:
+    server, _ = server_and_clock
+
+    @server.defaulter(WIDGETS)
+    async def default(request: AdmissionRequest) -> dict[str, Any] | None:
+        raise AdmissionDenied("spec.mode: unknown mode 'x'", code=422)
+
+    caplog.set_level(logging.DEBUG, "reconcilekit.webhook")
+    async for api in serve(server):
+        _, answer = await api.post("/default-example-com-v1-widget", review(widget()))
+    assert answer["response"]["status"] == {"code": 422, "message": "spec.mode: unknown mode 'x'",
+                                            "reason": "Invalid"}
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_a_slow_handler_is_denied_inside_the_api_servers_timeout(
+        server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
+    server, clock = server_and_clock
+    cancelled = anyio.Event()
+
+    @server.validator(WIDGETS, timeout_seconds=10)
+    async def validate(request: AdmissionRequest) -> Verdict:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        raise AssertionError("unreachable")
+
+    answers: list[Any] = []
+
+    async def call(api: Running) -> None:
+        # kube-apiserver adds the configuration's timeout to the URL
+        answers.append(await api.post("/validate-example-com-v1-widget", review(widget()),
+                                      query="?timeout=4s"))
+
+    async for api in serve(server):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, api)
+            await eventually(lambda: clock.sleepers == 1)
+            clock.advance(2.9)
+            await anyio.lowlevel.checkpoint()
+            assert not answers  # 3 s of the 4 the API server waits
+            clock.advance(0.1)
+    assert cancelled.is_set()
+    assert answers[0][1]["response"]["status"] == {
+        "code": 504, "reason": "Timeout",
+        "message": "webhook validate.widgets.example.com did not answer within 3.0s"}
+
+
+async def test_a_body_that_is_not_a_review_gets_400_naming_the_problem(
+        server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
+    server, _ = server_and_clock
+
+    @server.validator(WIDGETS)
+    async def validate(request: AdmissionRequest) -> Verdict:
+        return Verdict.allow()
+
+    path = "/validate-example-com-v1-widget"
+    async for api in serve(server):
+        status, text = await api.post(path, b"{nope")
+        assert status == 400 and text.startswith("the body is not JSON")
+        v1beta1 = {**review(widget()), "apiVersion": "admission.k8s.io/v1beta1"}
+        status, text = await api.post(path, v1beta1)
+        assert status == 400
+        assert "expected kind AdmissionReview of admission.k8s.io/v1, got kind" in text
+        assert "admissionReviewVersions" in text
+        no_uid = review(widget())
+        del no_uid["request"]["uid"]
+        assert await api.post(path, no_uid) == (400, "the AdmissionReview's request has no "
+                                                     "uid\n")
+
+
+def v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:
+    spec = obj.pop("spec")
+    obj["spec"] = {"replicas": spec["size"]}
+    return obj
+
+
+def v2_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
+    spec = obj.pop("spec")
+    if spec["replicas"] > 100:
+        raise ValueError("replicas above 100 have no v1 form")
+    obj["spec"] = {"size": spec["replicas"]}
+    return obj
+
+
+def conversion_review(desired: str, *objects: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "request": {"uid": "u-1", "desiredAPIVersion": desired, "objects": list(objects)}}
+
+
+async def test_conversion_goes_through_the_hub_and_keeps_metadata(
+        server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
+    server, _ = server_and_clock
+    server.conversion(WIDGETS, hub="v2", spokes={"v1": (v1_to_v2, v2_to_v1)})
+    w1 = widget(size=3)
+    w2 = {"apiVersion": "example.com/v2", "kind": "Widget",
+          "metadata": {"name": "x", "namespace": "ns"}, "spec": {"replicas": 5}}
+    async for api in serve(server):
+        _, to_v2 = await api.post("/convert", conversion_review("example.com/v2", w1, w2))
+        _, to_v1 = await api.post("/convert", conversion_review("example.com/v1", w2))
+        _, refused = await api.post("/convert", conversion_review(
+            "example.com/v1", {**w2, "spec": {"replicas": 101}}))
+        _, unknown = await api.post("/convert", conversion_review("example.com/v3", w1))
+    assert to_v2["response"] == {
+        "uid": "u-1", "result": {"status": "Success"},
+        "convertedObjects": [{**w1, "apiVersion": "example.com/v2", "spec": {"replicas": 3}},
+                             w2]}
+    assert to_v1["response"]["convertedObjects"] == [
+        {**w2, "apiVersion": "example.com/v1", "spec": {"size": 5}}]
+    assert refused["response"] == {"uid": "u-1", "result": {
+        "status": "Failure",
+        "message": "converting Widget 'x' from v2 to v1 failed: ValueError: replicas above 100 "
+                   "have no v1 form"}}
+    assert refused["response"]["result"]["status"] == "Failure"
+    assert "no conversion for version 'v3'" in unknown["response"]["result"]["message"]
+
+
+def test_registration_refuses_what_the_api_server_would() -> None:
+    server = WebhookServer(port=0)
+    with pytest.raises(ValueError, match=r"needs name=.*three or more segments"):
+        server.validator(Resource("", "v1", "ConfigMap", "configmaps"))(_allow)
+    with pytest.raises(ValueError, match="side_effects must be None or NoneOnDryRun"):
+        server.validator(WIDGETS, side_effects="Some")(_allow)
+    with pytest.raises(ValueError, match="timeout_seconds must be 1 to 30"):
+        server.validator(WIDGETS, timeout_seconds=31)(_allow)
+    with pytest.raises(ValueError, match="operations must be among"):
+        server.validator(WIDGETS, operations=("PATCH",))(_allow)
+    server.validator(WIDGETS)(_allow)
+    with pytest.raises(ValueError, match="already taken"):
+        server.validator(WIDGETS_V2, path="/validate-example-com-v1-widget",
+                         name="other.widgets.example.com")(_allow)
+    with pytest.raises(ValueError, match="without a path"):
+        WebhookServer(url="https://example.com:9443/hooks")
+    with pytest.raises(ValueError, match="hub version v1 cannot also be a spoke"):
+        server.conversion(WIDGETS, hub="v1", spokes={"v1": (v1_to_v2, v2_to_v1)})
+
+
+async def _allow(request: AdmissionRequest) -> Verdict:
+    return Verdict.allow()
+
+
+def test_configurations_point_at_the_server_with_its_ca() -> None:
+    server = WebhookServer(name="widgets", host="127.0.0.1", port=9443,
+                           url="https://webhooks.example.com:8443")
+    server.validator(WIDGETS, namespace_selector={"matchLabels": {"team": "a"}},
+                     sub_resources=("status",))(_allow)
+    server.conversion(WIDGETS, hub="v2", spokes={"v1": (v1_to_v2, v2_to_v1)})
+    [(resource, config)] = server.configurations()
+    assert resource.kind == "ValidatingWebhookConfiguration"
+    [entry] = config["webhooks"]
+    ca = base64.b64decode(entry["clientConfig"].pop("caBundle"))
+    assert ca == server.certificate.ca_bundle()
+    assert entry == {
+        "name": "validate.widgets.example.com", "admissionReviewVersions": ["v1"],
+        "clientConfig": {"url": "https://webhooks.example.com:8443/validate-example-com-v1-widget"},
+        "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                   "resources": ["widgets", "widgets/status"],
+                   "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}],
+        "failurePolicy": "Fail", "sideEffects": "None", "timeoutSeconds": 10,
+        "matchPolicy": "Equivalent", "namespaceSelector": {"matchLabels": {"team": "a"}}}
+    conversion = server.crd_conversions()["widgets.example.com"]
+    assert conversion["webhook"]["clientConfig"]["url"] == (
+        "https://webhooks.example.com:8443/convert")
+    assert conversion["webhook"]["conversionReviewVersions"] == ["v1"]
