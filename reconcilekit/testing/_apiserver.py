@@ -99,6 +99,10 @@ class APIServer:
                           self.requests, self._settings)
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", handler.handle)
+
+        async def close_webhook_client(_: web.Application) -> None:
+            await handler.webhooks.close()
+        app.on_cleanup.append(close_webhook_client)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                shutdown_timeout=1.0)
         context = None

@@ -121,7 +121,7 @@ class Handler:
         self.faults = faults
         self.requests = requests
         self.settings = settings
-        client = WebhookClient()
+        self.webhooks = client = WebhookClient()
         self.converter = Converter(storage, client)
         self.writes = Writes(storage, lifecycle, Admission(storage, registry, client,
                                                            self.converter), self.converter)

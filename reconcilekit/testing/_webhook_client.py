@@ -85,10 +85,23 @@ class ClientConfig:
 
 
 class WebhookClient:
-    """POSTs reviews to webhooks; keeps an SSL context per CA bundle."""
+    """POSTs reviews to webhooks; keeps an SSL context per CA bundle and one session whose
+    connections are kept alive and reused, as kube-apiserver's webhook client does (a TLS
+    handshake per review would cost the webhook more than the review). :meth:`close` it."""
 
     def __init__(self) -> None:
         self._contexts: dict[bytes, ssl.SSLContext] = {}
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=100))
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     def _context(self, ca_bundle: bytes) -> ssl.SSLContext:
         context = self._contexts.get(ca_bundle)
@@ -109,10 +122,14 @@ class WebhookClient:
                             f"{go_quote(str((config.service or {}).get('name')))} not found")
         headers = {"Content-Type": "application/json", "Accept": "application/json, */*"}
         try:
-            async with asyncio.timeout(seconds), aiohttp.ClientSession() as session, \
-                    session.post(url, data=orjson.dumps(review), headers=headers,
-                                 ssl=self._context(config.ca_bundle)) as resp:
-                status, raw = resp.status, await resp.read()
+            async with asyncio.timeout(seconds):
+                try:
+                    status, raw = await self._send(url, review, headers, config.ca_bundle)
+                except aiohttp.ServerDisconnectedError:
+                    # A kept-alive connection the webhook closed meanwhile (it restarted,
+                    # or timed the connection out): once more on a new one, as Go's
+                    # transport retries a request on a reused connection that died.
+                    status, raw = await self._send(url, review, headers, config.ca_bundle)
         except TimeoutError:
             raise CallError(f"Post {go_quote(url)}: context deadline exceeded") from None
         except aiohttp.ClientConnectorCertificateError as err:
@@ -124,6 +141,13 @@ class WebhookClient:
         if not 200 <= status < 300:
             raise CallError(_status_error(status, raw))
         return _decode(raw, group, kinds)
+
+
+    async def _send(self, url: str, review: Mapping[str, Any], headers: Mapping[str, str],
+                    ca_bundle: bytes) -> tuple[int, bytes]:
+        async with self._open().post(url, data=orjson.dumps(review), headers=headers,
+                                     ssl=self._context(ca_bundle)) as resp:
+            return resp.status, await resp.read()
 
 
 def _tls_error(err: aiohttp.ClientConnectorCertificateError, url: str) -> str:
