@@ -87,7 +87,14 @@ import anyio
 
 from ._client import Client
 from ._clock import Clock, SystemClock
-from ._errors import AlreadyExists, APIConnectionError, APIError, NotFound, describe_error
+from ._errors import (
+    AlreadyExists,
+    APIConnectionError,
+    APIError,
+    Conflict,
+    NotFound,
+    describe_error,
+)
 from ._objects import Resource
 
 __all__ = ["LEASES", "LeaderElectionStatistics", "LeaderElector", "LeadershipLost"]
@@ -177,7 +184,8 @@ class LeaderElector:
     def __init__(self, client: Client, *, name: str, namespace: str, identity: str,
                  lease_duration: float = 15.0, renew_deadline: float = 10.0,
                  retry_period: float = 2.0, clock: Clock = _SYSTEM_CLOCK,
-                 on_change: Callable[[bool], None] | None = None) -> None:
+                 on_change: Callable[[bool], None] | None = None,
+                 log_level: int = logging.INFO) -> None:
         for label, value in (("name", name), ("namespace", namespace), ("identity", identity)):
             if not value:
                 raise ValueError(f"LeaderElector needs a non-empty {label}")
@@ -202,6 +210,7 @@ class LeaderElector:
         self._retry_period = retry_period
         self._clock = clock
         self._on_change = on_change
+        self._log_level = log_level  # of the acquire and release lines (a lost lease warns)
         self._leading = False
         self._lease: dict[str, Any] | None = None
         self._observed = _Record()
@@ -244,12 +253,13 @@ class LeaderElector:
         """
         if self._leading:
             return
-        logger.info("%s: trying to acquire lease %s/%s", self._identity, self._namespace,
-                    self._name)
+        logger.log(self._log_level, "%s: trying to acquire lease %s/%s", self._identity,
+                   self._namespace, self._name)
         while await self._attempt() is not _Outcome.HELD:
             await self._clock.sleep(self._retry_period * (1 + random.random() * _JITTER_FACTOR))
         self._set_leading(True)
-        logger.info("%s: acquired lease %s/%s", self._identity, self._namespace, self._name)
+        logger.log(self._log_level, "%s: acquired lease %s/%s", self._identity,
+                   self._namespace, self._name)
 
     async def hold(self) -> None:
         """Renew the lease every ``retry_period``; runs until cancelled or the lease is lost.
@@ -299,7 +309,10 @@ class LeaderElector:
         Writes an empty ``holderIdentity`` and ``leaseDurationSeconds: 1``
         (client-go's ReleaseOnCancel) with the resourceVersion of our last
         read or write, so a Lease someone else has written since is left
-        alone (Conflict). Call it only once the guarded work has stopped.
+        alone (Conflict); on a Conflict the Lease is read again, and if it
+        still names us (a renewal cancelled in flight landed after all) it
+        is released at its current version. Call it only once the guarded
+        work has stopped.
         Failures are logged, not raised: the lease then expires by itself.
         """
         try:
@@ -308,13 +321,21 @@ class LeaderElector:
             now = _micro_time(self._clock.time())
             record = _Record("", _RELEASED_DURATION, now, now, self._observed.transitions)
             try:
-                await self._write(record, self._lease)
+                try:
+                    await self._write(record, self._lease)
+                except Conflict:
+                    # A renewal cancelled in flight may have landed after all: if the
+                    # Lease still names us, release it at its current version.
+                    lease = await self._client.get(LEASES, self._name, self._namespace)
+                    if _Record.of(lease).holder != self._identity:
+                        return
+                    await self._write(record, lease)
             except (APIError, APIConnectionError) as exc:
                 logger.warning("%s: could not release lease %s/%s: %s", self._identity,
                                self._namespace, self._name, exc)
                 return
-            logger.info("%s: released lease %s/%s", self._identity, self._namespace,
-                        self._name)
+            logger.log(self._log_level, "%s: released lease %s/%s", self._identity,
+                       self._namespace, self._name)
         finally:
             self._set_leading(False)
 

@@ -196,6 +196,21 @@ async def test_release_lets_the_standby_take_over_at_its_next_retry(
     assert spec["holderIdentity"] == "b" and spec["leaseTransitions"] == 1
 
 
+async def test_release_after_a_renewal_that_landed_unseen_still_hands_over(
+        candidates: Candidates) -> None:
+    """A renewal cancelled in flight may reach the server: the Lease still names us at a
+    version we never saw. Release reads it again and hands it over, instead of leaving
+    it to expire (which would hold the next holder up for lease_duration)."""
+    a = candidates.elector("a")
+    await a.acquire()
+    lease = await candidates.client.get(LEASES, NAME, candidates.namespace)
+    lease["spec"]["renewTime"] = candidates.wall()  # the renewal that landed unseen
+    await candidates.client.update(LEASES, lease)
+    await a.release()
+    spec = await candidates.spec()
+    assert spec["holderIdentity"] == "" and spec["leaseDurationSeconds"] == 1
+
+
 async def test_release_leaves_a_lease_held_by_someone_else_alone(candidates: Candidates
                                                                 ) -> None:
     a, b = candidates.elector("a"), candidates.elector("b")
