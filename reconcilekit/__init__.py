@@ -107,6 +107,14 @@ from ._rv_expectations import ResourceVersionExpectations as ResourceVersionExpe
 from ._selectors import FieldSelector as FieldSelector
 from ._selectors import LabelSelector as LabelSelector
 from ._selectors import SelectorError as SelectorError
+from ._shard_ring import RingStatistics as RingStatistics
+from ._shard_ring import ShardOwner as ShardOwner
+from ._shard_ring import ShardRing as ShardRing
+from ._shard_selector import ShardSelector as ShardSelector
+from ._shard_selector import ShardSelectorError as ShardSelectorError
+from ._shard_selector import fnv1a64 as fnv1a64
+from ._shard_selector import shard_key as shard_key
+from ._sharding import Sharding as Sharding
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
 from ._watcher import Backoff as Backoff
@@ -196,8 +204,14 @@ __all__ = [
     "ResourceVersionExpectations",
     "Result",
     "RetryPolicy",
+    "RingStatistics",
     "SelectorError",
     "ServerError",
+    "ShardOwner",
+    "ShardRing",
+    "ShardSelector",
+    "ShardSelectorError",
+    "Sharding",
     "Store",
     "SystemClock",
     "TerminalError",
@@ -225,6 +239,7 @@ __all__ = [
     "event_loop_options",
     "finalize",
     "finalizer_ops",
+    "fnv1a64",
     "generation_changed",
     "label_selector_predicate",
     "labels_changed",
@@ -235,5 +250,6 @@ __all__ = [
     "predicate",
     "remove_finalizer",
     "resource_version_changed",
+    "shard_key",
     "strip_managed_fields",
 ]

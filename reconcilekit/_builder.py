@@ -122,6 +122,7 @@ class ControllerBuilder:
             self._manager.cache.require_scope(watch.resource, watch.scope)
         name = self._name or primary.kind.lower()
         controller = self._manager.new_controller(name, reconciler, **self._options)
+        controller.primary = primary
         controller.watch(primary, enqueue_object,
                          predicates=(*self._global, *self._for.predicates))
         for watch in self._watches:

@@ -139,12 +139,24 @@ class Cache:
         self.relist_period = relist_period
         self.liveness_timeout = liveness_timeout
         self._informers: dict[_InformerKey, Informer] = {}
+        self._admit: Callable[[Obj], bool] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self.own_writes: ResourceVersionExpectations[tuple[Resource, ObjectKey]] = (
             ResourceVersionExpectations(name="cache", timeout=own_write_timeout, clock=clock))
         client.add_write_observer(self._on_write)
 
     # -- informers -----------------------------------------------------------------------
+
+    def informers(self) -> list[Informer]:
+        """Every informer this cache has made so far."""
+        return list(self._informers.values())
+
+    def set_admit(self, admit: Callable[[Obj], bool] | None) -> None:
+        """What every informer of this cache stores, beyond the server's selection (a
+        sharded manager: its replica's shards); for the informers made so far and later."""
+        self._admit = admit
+        for informer in self._informers.values():
+            informer.admit = admit
 
     def informer_for(self, resource: Resource, *, metadata: bool = False) -> Informer:
         """The shared informer of ``resource`` (created, and started if running, on first use).
@@ -175,6 +187,7 @@ class Cache:
                 resync_period=self.resync_period, relist_period=self.relist_period,
                 liveness_timeout=self.liveness_timeout,
                 clock=self.clock)
+            informer.admit = self._admit
             own_writes = self.own_writes
             informer.version_observers.append(
                 lambda k, rv: own_writes.observed((resource, k), rv))

@@ -17,7 +17,11 @@ Guarantees:
   * an optional per-reconcile deadline cancels a reconcile that takes too
     long, which then counts as a failure and is retried;
   * ``shutdown(grace)`` stops intake and lets in-flight reconciles finish
-    within ``grace`` seconds; the caller cancels what is left.
+    within ``grace`` seconds; the caller cancels what is left;
+  * with a ``gate`` (a sharded manager sets one), a key the gate does not
+    admit when a worker takes it is dropped, not reconciled; and
+    ``drain(which, grace)`` returns once no reconcile of a key ``which``
+    selects is running, cancelling those still running after ``grace``.
 
 The controller's own log records carry ``controller`` and ``key``; records
 that user code makes during a reconcile get them from
@@ -30,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 import anyio
@@ -101,6 +105,10 @@ class Controller:
         self.queue: WorkQueue[Request] = WorkQueue(name=name, rate_limiter=rate_limiter,
                                                     clock=clock, metrics=queue_metrics)
         self._in_flight = 0
+        self.gate: Callable[[Request], bool] | None = None
+        self.primary: Resource | None = None  # the for_ resource, when the builder made it
+        self._running: dict[Request, anyio.CancelScope] = {}
+        self._finished = anyio.Event()  # set (and replaced) each time a reconcile ends
         self._repeats = RepeatFilter(clock=clock)
         self._tracebacks = RepeatFilter(window=math.inf, clock=clock)
         self._stopped = anyio.Event()
@@ -185,15 +193,65 @@ class Controller:
     def in_flight(self) -> int:
         return self._in_flight
 
+    async def drain(self, which: Callable[[Request], bool], grace: float) -> int:
+        """Return once no reconcile of a key ``which`` selects is running; those still
+        running after ``grace`` seconds (of the controller's clock) are cancelled.
+        Returns how many were cancelled."""
+        deadline = self.clock.monotonic() + grace
+        cancelled = 0
+        while busy := [r for r in self._running if which(r)]:
+            left = deadline - self.clock.monotonic()
+            if left <= 0 and not cancelled:
+                for request in busy:
+                    self._running[request].cancel()  # each ends at its next await
+                cancelled = len(busy)
+                logger.warning("cancelled %d reconcile(s) still running after %.1fs: %s",
+                               cancelled, grace, ", ".join(map(str, busy[:5])),
+                               extra={"controller": self.name})
+            await self._next_finish(left if not cancelled else None)
+        return cancelled
+
+    async def _next_finish(self, within: float | None) -> None:
+        """Wait until a reconcile ends, or ``within`` seconds of the clock pass."""
+        finished = self._finished
+        async with anyio.create_task_group() as tg:
+            if within is not None:
+                async def wake() -> None:
+                    await self.clock.sleep(within)
+                    tg.cancel_scope.cancel()
+                tg.start_soon(wake)
+            await finished.wait()
+            tg.cancel_scope.cancel()
+
+    def enqueue_matching(self, which: Callable[[Request], bool]) -> int:
+        """Queue every cached object of the ``primary`` resource whose key ``which``
+        selects (a shard this replica just took); how many."""
+        if self.primary is None:
+            return 0
+        store = self.cache.informer_for(self.primary).store
+        requests = [r for r in (Request(key.namespace, key.name) for key in store)
+                    if which(r)]
+        self._enqueue(requests)
+        return len(requests)
+
     async def _worker(self) -> None:
         while True:
             try:
                 request = await self.queue.get()
             except QueueShutDown:
                 return
+            if self.gate is not None and not self.gate(request):
+                self.queue.forget(request)  # not this replica's key: dropped
+                self.queue.done(request)
+                continue
             try:
-                await self._reconcile(request)
+                with anyio.CancelScope() as scope:
+                    self._running[request] = scope
+                    await self._reconcile(request)
             finally:
+                self._running.pop(request, None)
+                self._finished.set()
+                self._finished = anyio.Event()
                 self.queue.done(request)
                 self._since_feed += 1
                 self._feed()

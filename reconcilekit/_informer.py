@@ -139,6 +139,9 @@ class Informer:
         self.clock = clock
         self.synced = anyio.Event()
         self._handlers: list[EventHandler] = []
+        # Which objects the store holds, beyond the server's selection (a sharded manager
+        # sets it to "this replica's shards"); None: all the server sends.
+        self.admit: Callable[[Obj], bool] | None = None
         # Told (key, resourceVersion) of every object stored or deleted; cheap, no copies.
         self.version_observers: list[Callable[[ObjectKey, str], None]] = []
         self.watchers = tuple(
@@ -165,6 +168,21 @@ class Informer:
                                f"{len(self.watchers)} namespaces, one watcher each: "
                                "see watchers")
         return self.watchers[0]
+
+    async def reshard(self) -> None:
+        """``admit`` now takes objects it did not: list again, and return once every
+        watcher has (the store then holds them, and handlers were told)."""
+        tickets = [(watcher, watcher.request_relist()) for watcher in self.watchers]
+        for watcher, ticket in tickets:
+            await watcher.relisted(ticket)
+
+    def forget(self, which: Callable[[ObjectKey], bool]) -> int:
+        """Drop the stored objects whose key ``which`` selects, telling no handler (they
+        were not deleted: this replica stopped caring for them); how many."""
+        keys = [key for key in self.store if which(key)]
+        for key in keys:
+            self.store.delete(key)
+        return len(keys)
 
     def add_handler(self, handler: EventHandler) -> None:
         """Register ``handler``; if objects are stored already it gets ``on_add`` for each."""
@@ -239,6 +257,8 @@ class Informer:
         """Converge the objects of ``namespace`` (None: the whole store) to a complete list."""
         fresh: dict[ObjectKey, Obj] = {}
         for obj in objects:
+            if self.admit is not None and not self.admit(obj):
+                continue
             prepared = self._prepare(obj)
             fresh[object_key(prepared)] = prepared
         held = self.store if namespace is None else self.store.index_keys(NAMESPACE_INDEX,
@@ -255,6 +275,8 @@ class Informer:
             self.synced.set()
 
     def apply(self, event_type: str, obj: Obj) -> None:
+        if self.admit is not None and not self.admit(obj):
+            return  # another replica's shard: never stored, never handled
         prepared = self._prepare(obj)
         key = object_key(prepared)
         if event_type == "DELETED":

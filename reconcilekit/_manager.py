@@ -58,6 +58,8 @@ from ._objects import Resource
 from ._queue_metrics import PrometheusQueueMetrics
 from ._rate_limiters import RateLimiter
 from ._reconciler import Reconciler, Request
+from ._shard_ring import ShardRing
+from ._sharding import ShardedControllers, Sharding, ShardMetricsCollector
 from .webhook._install import WebhookSetupError
 from .webhook._lifecycle import serve_webhooks, unserve_webhooks
 
@@ -84,11 +86,15 @@ class Manager:
                  cache_sync_timeout: float = 120.0, relist_period: float | None = None,
                  clock: Clock = _SYSTEM_CLOCK,
                  registry: CollectorRegistry | None = None,
-                 webhook_server: WebhookServer | None = None) -> None:
+                 webhook_server: WebhookServer | None = None,
+                 sharding: Sharding | None = None) -> None:
         if http_addr is not None:
             split_address(http_addr)  # fail now, not once running
         if leader_election and not leader_election_id:
             raise ValueError("leader_election needs leader_election_id (the Lease's name)")
+        if leader_election and sharding is not None:
+            raise ValueError("leader_election and sharding exclude each other: a sharded "
+                             "manager's replicas all reconcile, each its own shards")
         self.name = name
         self.client = client
         self.clock = clock
@@ -121,6 +127,15 @@ class Manager:
                 identity=self.identity, lease_duration=lease_duration,
                 renew_deadline=renew_deadline, retry_period=retry_period, clock=clock,
                 on_change=leader_metrics.set_leader)
+        self.sharding = sharding
+        self.ring: ShardRing | None = None
+        self._shards: ShardedControllers | None = None
+        if sharding is not None:
+            self.ring = ShardRing(client, name=sharding.name, namespace=sharding.namespace,
+                                  identity=self.identity, shards=sharding.shards,
+                                  lease_duration=lease_duration, renew_deadline=renew_deadline,
+                                  retry_period=retry_period, clock=clock)
+            ShardMetricsCollector(self.registry, self.ring, sharding, self.controllers)
         self._stop = anyio.Event()
         self._started = anyio.Event()  # controllers running
         self._synced = False
@@ -168,6 +183,8 @@ class Manager:
             return False, "webhook server not serving"
         if not self._synced:
             return False, "caches not synced"
+        if self.ring is not None and not self.ring.is_member:
+            return False, f"not a member of shard ring {self.ring.name} yet"
         broken = [s.resource for s in self.cache.statistics()
                   if not s.watching and s.last_error is not None]
         if broken:
@@ -207,6 +224,11 @@ class Manager:
             await tg.start(serve_endpoints, self.http_addr, self.registry, self.ready,
                            self._set_port)
         tg.start_soon(self.events.run)
+        if self.ring is not None and self.sharding is not None:
+            self._shards = ShardedControllers(
+                self.ring, self.sharding, self.controllers,
+                grace=max(0.5, self.ring.lease_duration - self.ring.renew_deadline - 1.0))
+            self._shards.attach(self.cache)  # the cache syncs empty: no shard held yet
         if self.webhook_server is not None:  # before the caches: conversion webhooks
             await tg.start(serve_webhooks, self.client, self.webhook_server)
         await tg.start(self.cache.run)
@@ -221,6 +243,8 @@ class Manager:
                 tg.cancel_scope.cancel()
                 return
             tg.start_soon(self.elector.hold)
+        if self.ring is not None and self._shards is not None:
+            await tg.start(self.ring.run, self._shards)
         async with anyio.create_task_group() as workers:
             for controller in self.controllers:
                 await workers.start(controller.run)

@@ -177,21 +177,48 @@ class Watcher:
         self._last_error: str | None = None
         self._failures = RepeatFilter(clock=clock)
         self._failing = 0  # failures since the last list or watch that worked
+        self._relist_wanted = False
+        self._watch_scope: anyio.CancelScope | None = None
+        self._listed = anyio.Event()  # set (and replaced) after each complete list
+        self._lists_started = 0  # lists begun, to tell a list begun before a request from after
+        self._lists_done = 0  # the number (as begun) of the last list that completed
 
     def statistics(self) -> WatcherStatistics:
         return WatcherStatistics(self._lists, self._watches, self._restarts, self._dead,
                                  self._events, self._rv, self._last_activity, self._watching,
                                  self._last_error)
 
+    def request_relist(self) -> int:
+        """List again now (ending the open watch): what is wanted of the server changed.
+
+        Returns a ticket for :meth:`relisted`: a list in progress began before
+        the request and does not count."""
+        self._relist_wanted = True
+        if self._watch_scope is not None:
+            self._watch_scope.cancel()
+        return self._lists_started + 1
+
+    async def relisted(self, ticket: int) -> None:
+        """Return once a list begun after the request that gave ``ticket`` completed."""
+        while self._lists_done < ticket:
+            await self._listed.wait()
+
     async def run(self, sink: WatchSink) -> None:
         """List and watch into ``sink`` until cancelled."""
         while True:
-            listing = self._rv is None or self._relist_due()
+            listing = self._rv is None or self._relist_due() or self._relist_wanted
             try:
                 if listing:
-                    await self._list(sink)
+                    try:
+                        await self._list(sink)
+                    except BaseException:
+                        self._relist_wanted = True  # what was asked for is still wanted
+                        raise
                     listing = False
-                await self._watch(sink)
+                if not self._relist_wanted:
+                    with anyio.CancelScope() as self._watch_scope:
+                        await self._watch(sink)
+                    self._watch_scope = None
                 self._last_error = None
             except Gone as err:
                 logger.info("%s: resume point %s expired (%s); relisting",
@@ -220,6 +247,9 @@ class Watcher:
                 await self.clock.sleep(delay)
 
     async def _list(self, sink: WatchSink) -> None:
+        self._relist_wanted = False  # a request from now on wants another list
+        self._lists_started += 1
+        number = self._lists_started
         listed = await self.client.list_all(
             self.resource, self.namespace, label_selector=self.label_selector,
             field_selector=self.field_selector, limit=self.page_size,
@@ -240,6 +270,9 @@ class Watcher:
         self._touch()
         sink.replace(items, rv)
         self._rv = rv
+        self._lists_done = number
+        self._listed.set()
+        self._listed = anyio.Event()
 
     def _relist_due(self) -> bool:
         return (self.relist_period is not None
