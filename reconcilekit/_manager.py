@@ -134,7 +134,8 @@ class Manager:
             self.ring = ShardRing(client, name=sharding.name, namespace=sharding.namespace,
                                   identity=self.identity, shards=sharding.shards,
                                   lease_duration=lease_duration, renew_deadline=renew_deadline,
-                                  retry_period=retry_period, clock=clock)
+                                  retry_period=retry_period,
+                                  graceful_stop=graceful_shutdown_timeout, clock=clock)
             ShardMetricsCollector(self.registry, self.ring, sharding, self.controllers)
         self._stop = anyio.Event()
         self._started = anyio.Event()  # controllers running
@@ -225,9 +226,7 @@ class Manager:
                            self._set_port)
         tg.start_soon(self.events.run)
         if self.ring is not None and self.sharding is not None:
-            self._shards = ShardedControllers(
-                self.ring, self.sharding, self.controllers,
-                grace=max(0.5, self.ring.lease_duration - self.ring.renew_deadline - 1.0))
+            self._shards = ShardedControllers(self.ring, self.sharding, self.controllers)
             self._shards.attach(self.cache)  # the cache syncs empty: no shard held yet
         if self.webhook_server is not None:  # before the caches: conversion webhooks
             await tg.start(serve_webhooks, self.client, self.webhook_server)

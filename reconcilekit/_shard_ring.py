@@ -31,21 +31,23 @@ Expected flow of :meth:`ShardRing.run`:
    owner was last seen renewing it); once held, ``owner.start_shard(i)``
    (queue its keys), then renew it;
 4. for a shard no longer assigned: stop taking its keys, ``await
-   owner.stop_shard(i)`` (in-flight reconciles of it finished or cancelled,
-   its queued keys dropped), then release the Lease, so the next owner may
-   start at once;
+   owner.stop_shard(i, graceful_stop)`` (in-flight reconciles of it finished,
+   or cancelled after ``graceful_stop``; its queued keys dropped) while still
+   renewing its Lease, then release the Lease, so the next owner may start
+   at once;
 5. a shard Lease that cannot be renewed for ``renew_deadline`` is given up
-   at once (``stop_shard``), before anyone else may take it
-   (``lease_duration > renew_deadline``); so is everything when the ring
-   stops.
+   at once: ``stop_shard(i, margin)`` with 80% of ``lease_duration -
+   renew_deadline``, before anyone else may take it; so is everything when
+   the ring stops.
 
 Guarantees:
   * a key is worked on by at most one replica at a time: a replica starts
     on a shard only holding its Lease, and stops on it (stop_shard returned)
-    before releasing it, or, if the Lease is lost, within ``renew_deadline``
-    of its last renewal, while the next holder waits ``lease_duration``
-    after seeing that renewal; ``stop_shard`` must finish within
-    ``lease_duration - renew_deadline`` (it cancels what is still running);
+    before releasing it, renewing it meanwhile; if the Lease is lost, it
+    stops within ``renew_deadline`` of its last renewal plus the margin it
+    gives ``stop_shard``, while the next holder waits ``lease_duration``
+    after seeing that renewal (``stop_shard`` must keep to ``within``: it
+    cancels what still runs);
   * once the membership stops changing, every shard gets an owner within
     about ``lease_duration + 2 * retry_period``.
 
@@ -87,9 +89,9 @@ class ShardOwner(Protocol):
         """The shard is ours: queue its keys."""
         ...
 
-    async def stop_shard(self, shard: int) -> None:
+    async def stop_shard(self, shard: int, within: float) -> None:
         """The shard is no longer ours: drop its queued keys, and return once nothing of it
-        runs any more (cancelling what does not finish in time)."""
+        runs any more, cancelling what still runs after ``within`` seconds."""
         ...
 
 
@@ -139,18 +141,36 @@ def shard_range(shard: int, shards: int) -> tuple[int, int]:
     return shard * KEY_SPACE // shards, (shard + 1) * KEY_SPACE // shards
 
 
+class _ShardTask:
+    """One shard's acquire-hold-release task: cancelled before it holds the Lease (or
+    when the ring stops), asked to hand over once it does."""
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.handing_over = anyio.Event()
+
+    def hand_over(self) -> None:
+        self.handing_over.set()
+        if not self.holding:
+            self.scope.cancel()
+
+    holding = False
+
+
 class ShardRing:
     """This replica's place in a ring of replicas; see the module docstring."""
 
     def __init__(self, client: Client, *, name: str, namespace: str, identity: str,
                  shards: int = 16, lease_duration: float = 15.0, renew_deadline: float = 10.0,
-                 retry_period: float = 2.0, clock: Clock = _SYSTEM_CLOCK) -> None:
+                 retry_period: float = 2.0, graceful_stop: float = 30.0,
+                 clock: Clock = _SYSTEM_CLOCK) -> None:
         if not 1 <= shards <= 1024:
             raise ValueError(f"shards must be 1 to 1024, got {shards}")
         self.name, self.namespace, self.identity = name, namespace, identity
         self.shards = shards
         self.lease_duration, self.renew_deadline = lease_duration, renew_deadline
         self.retry_period = retry_period
+        self.graceful_stop = graceful_stop
         self.clock = clock
         self._client = client
         digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
@@ -165,7 +185,7 @@ class ShardRing:
                                         namespace=namespace, identity=identity, **timings)
                           for i in range(shards)]
         self._held: set[int] = set()
-        self._tasks: dict[int, anyio.CancelScope] = {}  # shard -> its acquire/hold task
+        self._tasks: dict[int, _ShardTask] = {}  # shard -> its acquire/hold task
         self._seen: dict[str, tuple[tuple[Any, ...], float]] = {}  # lease -> (record, when)
         self._members: tuple[str, ...] = ()
         self._assigned: frozenset[int] = frozenset()
@@ -240,32 +260,55 @@ class ShardRing:
                         "shards", self.name, len(members), len(assigned), self.shards)
         self._members, self._assigned = members, assigned
         for shard in assigned - self._tasks.keys():
-            scope = anyio.CancelScope()
-            self._tasks[shard] = scope
-            tg.start_soon(self._own, shard, scope, owner)
+            task = _ShardTask()
+            self._tasks[shard] = task
+            tg.start_soon(self._own, shard, task, owner)
         for shard in self._tasks.keys() - assigned:
-            self._tasks.pop(shard).cancel()
+            self._tasks.pop(shard).hand_over()
 
-    async def _own(self, shard: int, scope: anyio.CancelScope, owner: ShardOwner) -> None:
-        """Acquire the shard's Lease, work on it, and hand it over when cancelled."""
+    async def _own(self, shard: int, task: _ShardTask, owner: ShardOwner) -> None:
+        """Acquire the shard's Lease, work on it, and hand it over when asked.
+
+        Handing over, the Lease is renewed until the owner stopped on the shard
+        (however long its reconciles take), then released. Lost, the owner must
+        stop within the margin the next holder leaves (``lease_duration -
+        renew_deadline``): it is told how long it has.
+        """
         elector = self._electors[shard]
-        with scope:
+        with task.scope:  # cancelled: not acquired yet, or the ring stops
             assigned_at = self.clock.monotonic()
             await elector.acquire()
+            task.holding = True
             self._held.add(shard)
             self._handover = self.clock.monotonic() - assigned_at
+            stopped = False
             try:
-                await owner.start_shard(shard)
-                await elector.hold()
-            except LeadershipLost:
-                pass  # logged by the elector; stop at once, below
+                async with anyio.create_task_group() as work:
+                    async def hold() -> None:
+                        try:
+                            await elector.hold()
+                        except LeadershipLost:  # logged by the elector; stop at once
+                            work.cancel_scope.cancel()
+
+                    work.start_soon(hold)
+                    await owner.start_shard(shard)
+                    await task.handing_over.wait()
+                    self._held.discard(shard)  # no new keys of it from here on
+                    await owner.stop_shard(shard, self.graceful_stop)
+                    stopped = True
+                    work.cancel_scope.cancel()
             finally:
                 self._held.discard(shard)
                 with anyio.CancelScope(shield=True):
-                    await owner.stop_shard(shard)
+                    if not stopped:  # lost, or the ring stops: nothing renews it any more
+                        await owner.stop_shard(shard, self._margin())
                     await elector.release()
-        if self._tasks.get(shard) is scope:  # lost, not handed over: try again next round
+        if self._tasks.get(shard) is task:  # lost, not handed over: try again next round
             del self._tasks[shard]
+
+    def _margin(self) -> float:
+        """How long an owner that lost (or stops renewing) a shard may take to stop on it."""
+        return max(0.0, (self.lease_duration - self.renew_deadline) * 0.8)
 
     async def _live_members(self) -> tuple[str, ...]:
         """Identities of the member Leases seen renewing within ``lease_duration``."""

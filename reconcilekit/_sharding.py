@@ -9,11 +9,12 @@ of the uid of its primary object in the cache (``key="uid"``: finer, but
 only the primary resource is sharded).
 
 What the manager does with the ring (:class:`ShardedControllers`):
-  * the cache holds only the replica's shards: every informer (with
-    ``key="namespace"``; the primary resources' with ``key="uid"``) admits
-    only objects whose key falls in a held shard, right after decoding,
-    before the store and the handlers. The cache syncs empty, before the
-    replica holds anything;
+  * with ``key="namespace"`` the cache holds only the replica's shards:
+    every informer admits only objects whose namespace falls in a held
+    shard, right after decoding, before the store and the handlers. The
+    cache syncs empty, before the replica holds anything. With ``key="uid"``
+    the cache is not filtered: one controller's primary objects are often
+    another's secondaries (a set's claims), which must be seen whole;
   * each controller gets a gate: a key whose shard this replica does not
     hold when a worker takes it is dropped (its owner reconciles it);
   * ``start_shard``: the filtered informers list again (the shard's objects
@@ -21,14 +22,14 @@ What the manager does with the ring (:class:`ShardedControllers`):
     of the shard is queued, as after a resync;
   * ``stop_shard``: new keys of the shard are already refused (the ring
     drops it from the held set first); in-flight reconciles of it finish,
-    or are cancelled after ``grace`` (the ring's margin, ``lease_duration -
-    renew_deadline``, less a second for the Lease write); then the shard's
-    objects leave the cache, no handler told (they were not deleted).
+    or are cancelled after the time the ring allows (the manager's
+    ``graceful_shutdown_timeout`` when handing over, the Lease margin when
+    the Lease was lost); then the shard's objects leave the cache, no
+    handler told (they were not deleted).
 
-What cannot be sharded: with ``key="uid"``, secondary resources (owned
-objects, mapped kinds) are cached whole, since their shard is their
-owner's and not their own; cluster-scoped objects hash an empty namespace,
-so with ``key="namespace"`` they all fall in one shard.
+What cannot be sharded: with ``key="uid"``, the cache (only the work is
+split); cluster-scoped objects hash an empty namespace, so with
+``key="namespace"`` they all fall in one shard.
 """
 
 from __future__ import annotations
@@ -134,11 +135,10 @@ class ShardMetricsCollector(Collector):
 class ShardedControllers:
     """The ring's :class:`~reconcilekit._shard_ring.ShardOwner` for a manager's controllers."""
 
-    def __init__(self, ring: ShardRing, sharding: Sharding, controllers: Sequence[Controller],
-                 *, grace: float) -> None:
+    def __init__(self, ring: ShardRing, sharding: Sharding,
+                 controllers: Sequence[Controller]) -> None:
         self.ring, self.sharding = ring, sharding
         self.controllers = controllers
-        self.grace = grace
         for controller in controllers:
             controller.gate = self._gate(controller)
         self.filtered: list[Informer] = []
@@ -148,25 +148,12 @@ class ShardedControllers:
         if self.sharding.key == "namespace":
             cache.set_admit(self._admits_namespace)
             self.filtered = cache.informers()
-            return
-        for controller in self.controllers:
-            if controller.primary is not None:
-                informer = cache.informer_for(controller.primary)
-                informer.admit = self._admits_uid
-                self.filtered.append(informer)
 
     def _admits_namespace(self, obj: Mapping[str, Any]) -> bool:
         return self.ring.owns(fnv1a64((obj.get("metadata") or {}).get("namespace") or ""))
 
-    def _admits_uid(self, obj: Mapping[str, Any]) -> bool:
-        return self.ring.owns(fnv1a64(str((obj.get("metadata") or {}).get("uid") or "")))
-
-    def _shard_of_key(self, informer: Informer, key: ObjectKey) -> int | None:
-        if self.sharding.key == "namespace":
-            return self.ring.shard_of(fnv1a64(key.namespace))
-        obj = informer.store.get(key)
-        uid = (obj or {}).get("metadata", {}).get("uid")
-        return self.ring.shard_of(fnv1a64(str(uid))) if uid else None
+    def _shard_of_key(self, key: ObjectKey) -> int:
+        return self.ring.shard_of(fnv1a64(key.namespace))
 
     def key_of(self, controller: Controller, request: Request) -> int | None:
         """The shard key of ``request``: None when it cannot be known (a uid-sharded key
@@ -199,12 +186,12 @@ class ShardedControllers:
         for controller in self.controllers:
             controller.enqueue_matching(self._in(controller, shard))
 
-    async def stop_shard(self, shard: int) -> None:
+    async def stop_shard(self, shard: int, within: float) -> None:
         async with anyio.create_task_group() as tg:
             for controller in self.controllers:
-                tg.start_soon(controller.drain, self._in(controller, shard), self.grace)
+                tg.start_soon(controller.drain, self._in(controller, shard), within)
         for informer in self.filtered:
-            informer.forget(functools.partial(self._key_in, informer, shard))
+            informer.forget(functools.partial(self._key_in, shard))
 
-    def _key_in(self, informer: Informer, shard: int, key: ObjectKey) -> bool:
-        return self._shard_of_key(informer, key) == shard
+    def _key_in(self, shard: int, key: ObjectKey) -> bool:
+        return self._shard_of_key(key) == shard

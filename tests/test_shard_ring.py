@@ -61,7 +61,7 @@ class Replica:
         self.owners.owner[shard] = self.identity
         self.owners.started.append((self.clock.monotonic(), self.identity, shard))
 
-    async def stop_shard(self, shard: int) -> None:
+    async def stop_shard(self, shard: int, within: float) -> None:
         if self.owners.owner.get(shard) == self.identity:
             del self.owners.owner[shard]
 

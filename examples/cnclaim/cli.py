@@ -99,6 +99,19 @@ def _parser() -> argparse.ArgumentParser:
                              "in it, default 'default')")
     parser.add_argument("--leader-elect", action="store_true",
                         help="reconcile only while holding the Lease 'cnclaim-operator'")
+    parser.add_argument("--shard-ring", metavar="NAME",
+                        help="run as a member of the shard ring NAME instead of with leader "
+                             "election: every replica works, each on the namespaces of its "
+                             "shards (Leases in --leader-elect-namespace)")
+    parser.add_argument("--shards", metavar="N", type=_positive_int, default=16,
+                        help="with --shard-ring: shards of the key space (default 16; the same "
+                             "for every replica)")
+    parser.add_argument("--identity", metavar="NAME",
+                        help="this replica's name in Leases (default: hostname and a UUID)")
+    parser.add_argument("--shard-demo", action="store_true",
+                        help="start 3 sharded replicas as processes against the in-process "
+                             "API server (or --kubeconfig) with pools in 6 namespaces, stop "
+                             "one, and show the shards moving")
     parser.add_argument("--leader-elect-namespace", metavar="NS",
                         default=os.environ.get("POD_NAMESPACE"),
                         help="namespace of the Lease (default: $POD_NAMESPACE, else the "
@@ -150,6 +163,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--simulated-nodes must be 0 or more, got {args.simulated_nodes}")
     if args.simulated_nodes and not on_cluster:
         parser.error("--simulated-nodes goes with --kubeconfig (the demo always simulates)")
+    if args.shard_ring and args.leader_elect:
+        parser.error("--shard-ring and --leader-elect exclude each other: in a ring every "
+                     "replica works, each on its own shards")
+    if args.shard_demo and (args.in_cluster or args.scenario or args.shard_ring):
+        parser.error("--shard-demo starts its own replicas: it goes alone or with "
+                     "--kubeconfig")
     if args.kubeconfig and not os.path.isfile(args.kubeconfig):
         parser.error(f"--kubeconfig {args.kubeconfig}: no such file")
     if args.webhook_url and not (args.kubeconfig and not args.no_webhooks):
@@ -164,6 +183,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 async def _run(args: argparse.Namespace, progress: Progress) -> int:
     on_cluster = bool(args.kubeconfig or args.in_cluster)
+    if args.shard_demo:
+        from .shard_demo import run_shard_demo  # uses reconcilekit.testing
+
+        await run_shard_demo(kubeconfig=args.kubeconfig, progress=progress,
+                             step_timeout=args.step_timeout or 60.0)
+        return 0
     if not on_cluster:
         from .local import run_local  # the only import of reconcilekit.testing
 
@@ -185,6 +210,7 @@ async def _run(args: argparse.Namespace, progress: Progress) -> int:
                 logger.info("installed CRDs: %s", ", ".join(created))
         options = OperatorOptions(
             namespace=args.namespace, workers=args.workers, leader_election=args.leader_elect,
+            shard_ring=args.shard_ring, shards=args.shards, identity=args.identity,
             leader_election_namespace=args.leader_elect_namespace,
             http_addr=args.metrics_addr or ":8080")
         manager = build_operator(client, options,
@@ -230,7 +256,7 @@ def _simulated_nodes(client: Client, nodes: int,
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    demo = not (args.kubeconfig or args.in_cluster)
+    demo = args.shard_demo or not (args.kubeconfig or args.in_cluster)
     configure_logging(args.log_level or ("WARNING" if demo else "INFO"))
     progress = Progress(lambda text: print(text, flush=True))
     try:

@@ -21,12 +21,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 import yaml
 
-from reconcilekit import AlreadyExists, Client, Forbidden, Manager, NotFound, Predicate
+from reconcilekit import (
+    AlreadyExists,
+    Client,
+    Forbidden,
+    Manager,
+    NotFound,
+    Predicate,
+    Sharding,
+)
 from reconcilekit.webhook import WebhookServer
 
 from .claim import ClaimReconciler
@@ -60,7 +68,11 @@ class OperatorOptions:
     timings (controller-runtime's defaults). ``graceful_shutdown_timeout``:
     how long in-flight reconciles may finish after SIGTERM. ``relist_period``:
     list every watched resource again at least this often (None: only when
-    a watch needs it).
+    a watch needs it). ``shard_ring``: run as a member of the shard ring of
+    that name (Leases in ``leader_election_namespace``), sharded by
+    ``shard_key`` (namespace, or each primary object's uid), with ``shards``
+    shards, instead of with leader election; ``identity``:
+    this replica's name in the ring (default: hostname and a UUID).
     """
 
     namespace: str | None = None
@@ -74,6 +86,10 @@ class OperatorOptions:
     retry_period: float = 2.0
     graceful_shutdown_timeout: float = 30.0
     relist_period: float | None = None
+    shard_ring: str | None = None
+    shards: int = 16
+    shard_key: Literal["namespace", "uid"] = "namespace"
+    identity: str | None = None
 
 
 def build_operator(client: Client, options: OperatorOptions = OperatorOptions(), *,
@@ -92,7 +108,12 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions(),
                       lease_duration=options.lease_duration,
                       renew_deadline=options.renew_deadline, retry_period=options.retry_period,
                       graceful_shutdown_timeout=options.graceful_shutdown_timeout,
-                      relist_period=options.relist_period, webhook_server=webhook_server)
+                      relist_period=options.relist_period, webhook_server=webhook_server,
+                      identity=options.identity, sharding=None if options.shard_ring is None
+                      else Sharding(name=options.shard_ring, shards=options.shards,
+                                    key=options.shard_key,
+                                    namespace=options.leader_election_namespace
+                                    or options.namespace or "default"))
     cache, events = manager.cache, manager.events
     index = Indexes(cache)
     pool_expectations = manager.expectations("cnpool", timeout=options.expectations_timeout)

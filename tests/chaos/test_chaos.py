@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,10 +127,17 @@ class Referee:
 
 
 class Operators:
-    """Operator replicas in slots: started, killed (no release) or restarted."""
+    """Operator replicas in slots: started, killed (no release) or restarted.
 
-    def __init__(self, server: APIServer, tg: anyio.abc.TaskGroup, referee: Referee) -> None:
+    ``sharded``: the replicas form a shard ring keyed by each object's uid
+    (so that one namespace's claims, pools and sets spread over them) instead
+    of electing a leader.
+    """
+
+    def __init__(self, server: APIServer, tg: anyio.abc.TaskGroup, referee: Referee, *,
+                 sharded: bool = False) -> None:
         self.server, self.tg, self.referee = server, tg, referee
+        self.sharded = sharded
         self.scopes: dict[int, anyio.CancelScope] = {}
         self.managers: dict[int, Manager] = {}
         self.restarts = 0
@@ -146,10 +154,12 @@ class Operators:
             while True:  # like a Deployment: an operator that exits is started again
                 async with Client(self.server.configuration()) as client:
                     manager = build_operator(client, OperatorOptions(
-                        namespace=NS, workers=3, leader_election=True, http_addr=None,
-                        expectations_timeout=5.0, lease_duration=1.0,
+                        namespace=NS, workers=3, leader_election=not self.sharded,
+                        http_addr=None, expectations_timeout=5.0, lease_duration=1.0,
                         renew_deadline=0.7, retry_period=0.2, graceful_shutdown_timeout=5.0,
-                        relist_period=3.0))
+                        relist_period=3.0, shard_ring="chaos" if self.sharded else None,
+                        shards=6, shard_key="uid", leader_election_namespace=NS,
+                        identity=f"slot{slot}-{uuid.uuid4().hex[:6]}"))
                     for controller in manager.controllers:
                         controller.reconciler = self.referee.exclusive(controller.name,
                                                                        controller.reconciler)
@@ -161,6 +171,9 @@ class Operators:
                         self.leadership_lost += 1
 
     def leader(self) -> int | None:
+        """The slot to kill or restart: the leader's, or with sharding any replica's."""
+        if self.sharded:
+            return random.choice(list(self.managers)) if self.managers else None
         for slot, manager in self.managers.items():
             if manager.elector is not None and manager.elector.is_leader:
                 return slot
@@ -340,9 +353,12 @@ async def _converged(client: Client, workload: Workload) -> str | None:
 REGRESSION_SEEDS = (1373964477, 8)
 
 
-@pytest.mark.parametrize("seed", [None, *REGRESSION_SEEDS],
-                         ids=["random", *map(str, REGRESSION_SEEDS)])
-async def test_the_operator_converges_under_chaos(seed: int | None) -> None:
+@pytest.mark.parametrize(("seed", "sharded"), [
+    (None, False), *((s, False) for s in REGRESSION_SEEDS), (None, True)],
+    ids=["random", *map(str, REGRESSION_SEEDS), "random-sharded-3"])
+async def test_the_operator_converges_under_chaos(seed: int | None, sharded: bool) -> None:
+    """``sharded``: three replicas in a shard ring instead of two electing a leader;
+    kills and restarts hit any replica, and shard Leases fail with everything else."""
     if backend() != "in-process":  # it runs its own in-process server, faults and all
         pytest.skip(NO_FAULTS_REASON)
     if seed is None:
@@ -364,9 +380,9 @@ async def test_the_operator_converges_under_chaos(seed: int | None) -> None:
         async with anyio.create_task_group() as tg:
             # it loses events to the faults like the operators: it relists as they do
             await tg.start(NodeSimulator(client, nodes=3, namespace=NS, relist_period=3.0).run)
-            operators = Operators(server, tg, referee)
-            await operators.start(0)
-            await operators.start(1)
+            operators = Operators(server, tg, referee, sharded=sharded)
+            for slot in range(3 if sharded else 2):
+                await operators.start(slot)
             await workload.setup()
             faults = server.faults
             for round_ in range(ROUNDS):
@@ -375,13 +391,14 @@ async def test_the_operator_converges_under_chaos(seed: int | None) -> None:
                     log.append(f"{round_}: fault: {_inject(faults, rng)}")
                 elif roll < 0.45:
                     slot = operators.leader()
+                    who = "a replica" if sharded else "the leader"
                     if slot is not None:
                         if rng.random() < 0.5:
                             await operators.kill(slot)
-                            log.append(f"{round_}: kill the leader (slot {slot})")
+                            log.append(f"{round_}: kill {who} (slot {slot})")
                         else:
                             await operators.restart(slot)
-                            log.append(f"{round_}: restart the leader (slot {slot})")
+                            log.append(f"{round_}: restart {who} (slot {slot})")
                 else:
                     log.append(f"{round_}: {await workload.step()}")
                 if rng.random() < 0.3:

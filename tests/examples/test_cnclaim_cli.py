@@ -52,6 +52,15 @@ async def test_the_demo_plays_every_step_and_exits_zero() -> None:
     assert "Traceback" not in err
 
 
+async def test_the_shard_demo_hands_a_stopped_replicas_shards_over_and_exits_zero() -> None:
+    code, out, err = await _run("--shard-demo", limit=120)
+    assert code == 0, out + err
+    assert "started 3 replicas in shard ring cnclaim-demo (16 shards, by namespace)" in out
+    assert "replica-2 released its shards; the ring now:" in out
+    assert re.search(r"the third claim in \w+ is Bound, by its new owner replica-[01]", out), out
+    assert "stopped every replica" in out and "Traceback" not in err
+
+
 async def test_a_step_that_does_not_converge_exits_one_naming_it() -> None:
     code, _, err = await _run("--step-timeout", "0.001")
     assert code == 1  # (a step already true when first checked passes: which fails varies)
@@ -78,6 +87,7 @@ async def test_a_metrics_address_in_use_is_one_line_and_status_one() -> None:
     (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
     (["--scenario"], "--scenario goes with --kubeconfig"),
     (["--kubeconfig", "x", "--in-cluster"], "not allowed with argument"),
+    (["--shard-ring", "r", "--leader-elect"], "--shard-ring and --leader-elect exclude"),
     (["--step-timeout", "-1"], "--step-timeout: must be more than 0 seconds"),
 ])
 async def test_argument_errors_are_one_clear_line_and_status_two(args: list[str],
