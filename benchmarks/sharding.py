@@ -1,0 +1,172 @@
+"""Sharded replicas: 1, 2 and 4 replicas of the CNClaim operator sharing many namespaces.
+
+Run: ``python -m benchmarks.sharding [--assets DIR | --in-process] [--namespaces 24]
+[--claims 8] [--replicas 1,2,4]``. Numbers go in docs/performance.md.
+
+For each replica count, on a fresh API server: ``--namespaces`` namespaces,
+each with a pool of ``claims + 2`` Pods and a claim set of ``claims``; the
+replicas are started as processes of their own (``python -m examples.cnclaim
+--kubeconfig ... --shard-ring bench``, sharded by namespace) and timed until
+every claim set reports all its claims Bound. Reported per run: the time to
+converge, and per replica its CPU seconds, its RSS and the objects its cache
+holds (``reconcilekit_cache_objects`` from its /metrics), at convergence.
+A node simulator in the benchmark runs the Pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import anyio
+
+from examples.cnclaim.operator import install_crds
+from examples.cnclaim.resources import CNCLAIMSETS, CNPOOLS
+from examples.cnclaim.scenario import POD_TEMPLATE
+from reconcilekit import Client, Resource
+from reconcilekit.testing import NodeSimulator
+
+from .servers import api_server
+
+NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
+ROOT = Path(__file__).resolve().parent.parent
+_PORT = re.compile(rb"serving /metrics, /healthz and /readyz on http://[^:]+:(\d+)")
+
+
+def _names(n: int) -> list[str]:
+    # names that differ from the start: FNV-1a spreads them over the shards (names
+    # that differ only at the end would share a few)
+    return [f"n{hashlib.sha256(str(i).encode()).hexdigest()[:10]}" for i in range(n)]
+
+
+def _cpu_rss(pid: int) -> tuple[float, float]:
+    """(CPU seconds, RSS MiB) of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return cpu, rss
+
+
+async def _cached_objects(port: int) -> int:
+    async with aiohttp.ClientSession() as http, \
+            http.get(f"http://127.0.0.1:{port}/metrics") as response:
+        text = await response.text()
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("reconcilekit_cache_objects{")))
+
+
+async def _replica(kubeconfig: Path, identity: str) -> tuple[asyncio.subprocess.Process, int]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
+        "--shard-ring", "bench", "--identity", identity, "--metrics-addr", "127.0.0.1:0",
+        "--no-webhooks", "--log-level", "INFO", cwd=ROOT, stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    while True:
+        line = await proc.stderr.readline()
+        if not line:
+            raise RuntimeError(f"replica {identity} exited before serving /metrics")
+        found = _PORT.search(line)
+        if found:
+            break
+
+    async def drain() -> None:  # keep reading its log so it never blocks on the pipe
+        assert proc.stderr is not None
+        while await proc.stderr.readline():
+            pass
+    asyncio.get_running_loop().create_task(drain())
+    return proc, int(found.group(1))
+
+
+async def one_run(assets: str | None, namespaces: int, claims: int, replicas: int
+                  ) -> dict[str, object]:
+    async with api_server(assets) as kubeconfig, \
+            await Client.from_kubeconfig(str(kubeconfig)) as client:
+        await install_crds(client)
+        names = _names(namespaces)
+        for ns in names:
+            await client.create(NAMESPACES, {"metadata": {"name": ns}})
+            await client.create(CNPOOLS, {
+                "apiVersion": CNPOOLS.api_version, "kind": CNPOOLS.kind,
+                "metadata": {"name": "pool"},
+                "spec": {"replicas": claims + 2, "podTemplate": POD_TEMPLATE}}, ns)
+            await client.create(CNCLAIMSETS, {
+                "apiVersion": CNCLAIMSETS.api_version, "kind": CNCLAIMSETS.kind,
+                "metadata": {"name": "web"},
+                "spec": {"replicas": claims, "template": {"spec": {"poolName": "pool"}}}},
+                ns)
+
+        async def converged() -> bool:
+            sets = (await client.list(CNCLAIMSETS))["items"]
+            return len(sets) == namespaces and all(
+                int((s.get("status") or {}).get("readyReplicas") or 0) == claims for s in sets)
+
+        async with NodeSimulator(client, nodes=4):
+            started = time.perf_counter()
+            procs = [await _replica(kubeconfig, f"r{i}") for i in range(replicas)]
+            try:
+                with anyio.fail_after(600):
+                    while not await converged():  # noqa: ASYNC110 (polling the server)
+                        await anyio.sleep(0.25)
+                took = time.perf_counter() - started
+                await anyio.sleep(2)  # let every replica's relists settle before measuring
+                per = []
+                for proc, port in procs:
+                    cpu, rss = _cpu_rss(proc.pid)
+                    per.append((cpu, rss, await _cached_objects(port)))
+            finally:
+                for proc, _ in procs:
+                    proc.send_signal(signal.SIGTERM)
+                for proc, _ in procs:
+                    await proc.wait()
+    return {"replicas": replicas, "seconds": took,
+            "cpu": [p[0] for p in per], "rss": [p[1] for p in per],
+            "objects": [p[2] for p in per]}
+
+
+async def run(assets: str | None, namespaces: int, claims: int, counts: list[int]) -> None:
+    rows = []
+    for replicas in counts:
+        print(f"{replicas} replica(s)...", file=sys.stderr)
+        rows.append(await one_run(assets, namespaces, claims, replicas))
+    server = "kube-apiserver" if assets else "in-process"
+    print(f"\n{namespaces} namespaces x (pool of {claims + 2}, claim set of {claims}), "
+          f"{server}\n")
+    print("| replicas | time to all Bound | CPU per replica (mean) | RSS per replica (mean) "
+          "| cached objects per replica (mean) | cached objects, ratio to 1 replica |")
+    print("|---|---|---|---|---|---|")
+    base = statistics.mean(rows[0]["objects"])  # type: ignore[arg-type]
+    for row in rows:
+        objects = statistics.mean(row["objects"])  # type: ignore[arg-type]
+        print(f"| {row['replicas']} | {row['seconds']:.1f} s "
+              f"| {statistics.mean(row['cpu']):.2f} s "  # type: ignore[arg-type]
+              f"| {statistics.mean(row['rss']):.1f} MiB "  # type: ignore[arg-type]
+              f"| {objects:.0f} | {objects / base:.2f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.sharding")
+    parser.add_argument("--assets", default=os.environ.get("RECONCILEKIT_TEST_ASSETS"))
+    parser.add_argument("--in-process", action="store_true")
+    parser.add_argument("--namespaces", type=int, default=24)
+    parser.add_argument("--claims", type=int, default=8)
+    parser.add_argument("--replicas", default="1,2,4")
+    args = parser.parse_args()
+    counts = [int(c) for c in args.replicas.split(",")]
+    anyio.run(run, None if args.in_process else args.assets, args.namespaces, args.claims,
+              counts)
+
+
+if __name__ == "__main__":
+    main()
