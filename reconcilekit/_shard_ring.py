@@ -263,8 +263,11 @@ class ShardRing:
             task = _ShardTask()
             self._tasks[shard] = task
             tg.start_soon(self._own, shard, task, owner)
-        for shard in self._tasks.keys() - assigned:
-            self._tasks.pop(shard).hand_over()
+        for shard, task in self._tasks.items():
+            if shard not in assigned and not task.handing_over.is_set():
+                task.hand_over()  # it leaves _tasks when done: a shard assigned back
+                # meanwhile is taken anew by a task of its own after that (one at a time
+                # per shard: they share the shard's elector)
 
     async def _own(self, shard: int, task: _ShardTask, owner: ShardOwner) -> None:
         """Acquire the shard's Lease, work on it, and hand it over when asked.
@@ -303,7 +306,7 @@ class ShardRing:
                     if not stopped:  # lost, or the ring stops: nothing renews it any more
                         await owner.stop_shard(shard, self._margin())
                     await elector.release()
-        if self._tasks.get(shard) is task:  # lost, not handed over: try again next round
+        if self._tasks.get(shard) is task:  # the next round starts another if assigned
             del self._tasks[shard]
 
     def _margin(self) -> float:
