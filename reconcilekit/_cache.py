@@ -140,6 +140,7 @@ class Cache:
         self.liveness_timeout = liveness_timeout
         self._informers: dict[_InformerKey, Informer] = {}
         self._admit: Callable[[Obj], bool] | None = None
+        self._shard_selector: Callable[[], str | None] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self.own_writes: ResourceVersionExpectations[tuple[Resource, ObjectKey]] = (
             ResourceVersionExpectations(name="cache", timeout=own_write_timeout, clock=clock))
@@ -151,12 +152,20 @@ class Cache:
         """Every informer this cache has made so far."""
         return list(self._informers.values())
 
-    def set_admit(self, admit: Callable[[Obj], bool] | None) -> None:
+    def set_admit(self, admit: Callable[[Obj], bool] | None,
+                  shard_selector: Callable[[], str | None] | None = None) -> None:
         """What every informer of this cache stores, beyond the server's selection (a
-        sharded manager: its replica's shards); for the informers made so far and later."""
-        self._admit = admit
+        sharded manager: its replica's shards), for the informers made so far and later;
+        ``shard_selector`` gives the same as a shard selector, asked of the server (one
+        that honours it sends only those objects; ``admit`` filters them either way)."""
+        self._admit, self._shard_selector = admit, shard_selector
         for informer in self._informers.values():
-            informer.admit = admit
+            self._restrict(informer)
+
+    def _restrict(self, informer: Informer) -> None:
+        informer.admit = self._admit
+        for watcher in informer.watchers:
+            watcher.shard_selector = self._shard_selector
 
     def informer_for(self, resource: Resource, *, metadata: bool = False) -> Informer:
         """The shared informer of ``resource`` (created, and started if running, on first use).
@@ -187,7 +196,7 @@ class Cache:
                 resync_period=self.resync_period, relist_period=self.relist_period,
                 liveness_timeout=self.liveness_timeout,
                 clock=self.clock)
-            informer.admit = self._admit
+            self._restrict(informer)
             own_writes = self.own_writes
             informer.version_observers.append(
                 lambda k, rv: own_writes.observed((resource, k), rv))

@@ -36,6 +36,7 @@ from ._client_writes import WriteRecord, WriteTracker
 from ._clock import Clock, SystemClock
 from ._errors import Gone
 from ._objects import ObjectKey, Resource
+from ._shard_selector import ShardSelector
 
 __all__ = ["PARTIAL_OBJECT_METADATA", "PARTIAL_OBJECT_METADATA_LIST", "Client",
            "ClientOptions"]
@@ -197,7 +198,8 @@ class Client:
                    field_selector: FieldSelectorLike | None = None,
                    limit: int | None = None, continue_: str | None = None,
                    resource_version: str | None = None,
-                   metadata_only: bool = False) -> dict[str, Any]:
+                   metadata_only: bool = False,
+                   shard_selector: ShardSelector | str | None = None) -> dict[str, Any]:
         """One page of objects: the List as the server sends it.
 
         ``namespace`` None lists a namespaced resource across all namespaces.
@@ -205,9 +207,15 @@ class Client:
         selector objects. Follow ``metadata.continue`` for the next page, or
         use :meth:`list_all` / :meth:`iter_list`. ``metadata_only=True`` asks
         for a ``PartialObjectMetadataList``: each item's metadata alone.
+        ``shard_selector`` (KEP-5866, ``ShardedListAndWatch``) asks for the
+        objects whose key hash is in its ranges; a server that honours it says
+        so in ``metadata.shardInfo``, one that does not (before v1.36, or with
+        the feature gate off) ignores it and answers every object.
         """
-        params = list_params(label_selector, field_selector, limit, continue_,
-                              resource_version)
+        params = dict(list_params(label_selector, field_selector, limit, continue_,
+                                  resource_version))
+        if shard_selector is not None:
+            params["shardSelector"] = str(shard_selector)
         return await self.request("GET", resource.path(scope(resource, namespace)),
                                   params=params,
                                   accept=PARTIAL_OBJECT_METADATA_LIST if metadata_only else None)
@@ -217,7 +225,8 @@ class Client:
                        field_selector: FieldSelectorLike | None = None,
                        limit: int | None = _LIST_PAGE,
                        resource_version: str | None = None,
-                       metadata_only: bool = False) -> dict[str, Any]:
+                       metadata_only: bool = False,
+                       shard_selector: ShardSelector | str | None = None) -> dict[str, Any]:
         """Every matching object, read in pages of ``limit``, as one List.
 
         The List is one consistent snapshot: its ``metadata.resourceVersion``
@@ -237,7 +246,7 @@ class Client:
             try:
                 async for page in self._pages(resource, namespace, label_selector,
                                               field_selector, limit, resource_version,
-                                              metadata_only):
+                                              metadata_only, shard_selector):
                     first = first or page
                     items.extend(page.get("items") or ())
             except Gone:
@@ -271,13 +280,15 @@ class Client:
                      label_selector: LabelSelectorLike | None,
                      field_selector: FieldSelectorLike | None, limit: int | None,
                      resource_version: str | None,
-                     metadata_only: bool = False) -> AsyncIterator[dict[str, Any]]:
+                     metadata_only: bool = False,
+                     shard_selector: ShardSelector | str | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
         token: str | None = None
         while True:
             page = await self.list(resource, namespace, label_selector=label_selector,
                                    field_selector=field_selector, limit=limit, continue_=token,
                                    resource_version=None if token else resource_version,
-                                   metadata_only=metadata_only)
+                                   metadata_only=metadata_only, shard_selector=shard_selector)
             for item in page.get("items") or ():
                 item.setdefault("apiVersion", resource.api_version)
                 item.setdefault("kind", resource.kind)

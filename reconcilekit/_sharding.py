@@ -141,13 +141,22 @@ class ShardedControllers:
         self.controllers = controllers
         for controller in controllers:
             controller.gate = self._gate(controller)
-        self.filtered: list[Informer] = []
+        self._cache: Cache | None = None
 
     def attach(self, cache: Cache) -> None:
         """Filter ``cache``'s informers to the held shards (before it runs)."""
         if self.sharding.key == "namespace":
-            cache.set_admit(self._admits_namespace)
-            self.filtered = cache.informers()
+            cache.set_admit(self._admits_namespace, self._selector)
+            self._cache = cache
+
+    @property
+    def filtered(self) -> list[Informer]:
+        """The informers holding only this replica's shards (made so far)."""
+        return self._cache.informers() if self._cache is not None else []
+
+    def _selector(self) -> str | None:
+        held = self.ring.selector(self.sharding.field)
+        return str(held) if held is not None else None
 
     def _admits_namespace(self, obj: Mapping[str, Any]) -> bool:
         return self.ring.owns(fnv1a64((obj.get("metadata") or {}).get("namespace") or ""))

@@ -64,7 +64,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -178,6 +178,12 @@ class Watcher:
         self._failures = RepeatFilter(clock=clock)
         self._failing = 0  # failures since the last list or watch that worked
         self._relist_wanted = False
+        # What to ask the server for besides the selectors (a sharded manager sets it to
+        # its shards); asked on every list, and on the watch after a list that the
+        # server answered with shardInfo (one that ignores it is filtered client-side).
+        self.shard_selector: Callable[[], str | None] | None = None
+        self._shard_in_use: str | None = None
+        self.server_sharded: bool | None = None  # None: not asked yet
         self._watch_scope: anyio.CancelScope | None = None
         self._listed = anyio.Event()  # set (and replaced) after each complete list
         self._lists_started = 0  # lists begun, to tell a list begun before a request from after
@@ -250,10 +256,14 @@ class Watcher:
         self._relist_wanted = False  # a request from now on wants another list
         self._lists_started += 1
         number = self._lists_started
+        shards = self.shard_selector() if self.shard_selector is not None else None
         listed = await self.client.list_all(
             self.resource, self.namespace, label_selector=self.label_selector,
             field_selector=self.field_selector, limit=self.page_size,
-            metadata_only=self.metadata_only)
+            metadata_only=self.metadata_only, shard_selector=shards)
+        if shards is not None:
+            self.server_sharded = bool((listed.get("metadata") or {}).get("shardInfo"))
+        self._shard_in_use = shards if self.server_sharded else None
         rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
         kind, api_version = self.resource.kind, self.resource.api_version
         items = listed.get("items") or []
@@ -292,6 +302,8 @@ class Watcher:
             params["labelSelector"] = self.label_selector
         if self.field_selector:
             params["fieldSelector"] = self.field_selector
+        if self._shard_in_use:
+            params["shardSelector"] = self._shard_in_use
         path = self.resource.path(self.namespace)
         self._watches += 1
         opened = self.clock.monotonic()

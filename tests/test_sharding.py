@@ -134,6 +134,9 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
             assert len(owner) == 1 and ledger.by[request][-1] == owner[0], request
         assert {w for runs in ledger.by.values() for w in runs} == {"a", "b", "c"}
         cached_only_own_shards(managers, wanted)
+        for manager in managers.values():  # asked of the server; only v1.36 honours it
+            watchers = manager.cache.informer_for(CONFIGMAPS).watchers
+            assert {w.server_sharded for w in watchers} == {apiserver.in_process}
 
         gone = managers.pop("c")
         gone_ring = gone.ring

@@ -41,7 +41,10 @@ class APIServer:
     the CRD's conversion webhook), admission webhooks (Validating- and
     MutatingWebhookConfigurations, called over HTTPS as kube-apiserver calls
     them), namespaces, background garbage collection, bearer-token
-    authentication.
+    authentication, sharded list and watch (KEP-5866's ``shardSelector``, as
+    v1.36 serves it with its ``ShardedListAndWatch`` feature gate on; off with
+    ``sharded_list_watch=False``, when the parameter is ignored as a server
+    before v1.36 ignores it).
     There is no scheduler and no kubelet: Pods stay Pending until something
     writes their status.
 
@@ -63,7 +66,8 @@ class APIServer:
     def __init__(self, *, port: int = 0, token: str | None = None,
                  history_limit: int = 10_000, bookmark_interval: float = 60.0,
                  watch_buffer: int = 100_000,
-                 users: dict[str, str] | None = None, tls: bool = True) -> None:
+                 users: dict[str, str] | None = None, tls: bool = True,
+                 sharded_list_watch: bool = True) -> None:
         self.token = token or secrets.token_urlsafe(24)
         self._tokens = {self.token: "admin", **(users or {})}
         self._port = port
@@ -79,7 +83,8 @@ class APIServer:
         self.faults = Faults(self.storage)
         self.requests: Counter[tuple[str, str]] = Counter()
         self._settings = ServerSettings(self._tokens, bookmark_interval, watch_buffer,
-                                        lambda: f"127.0.0.1:{self.port}")
+                                        lambda: f"127.0.0.1:{self.port}",
+                                        sharded_list_watch)
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
         ns_type = self.registry.lookup("", "v1", "namespaces")
