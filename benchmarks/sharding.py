@@ -8,8 +8,9 @@ each with a pool of ``claims + 2`` Pods and a claim set of ``claims``; the
 replicas are started as processes of their own (``python -m examples.cnclaim
 --kubeconfig ... --shard-ring bench``, sharded by namespace) and timed until
 every claim set reports all its claims Bound. Reported per run: the time to
-converge, and per replica its CPU seconds, its RSS and the objects its cache
-holds (``reconcilekit_cache_objects`` from its /metrics), at convergence.
+converge, and per replica its CPU seconds, its RSS and the objects and JSON
+bytes its cache holds (``reconcilekit_cache_objects``/``_bytes`` from its
+/metrics), at convergence.
 A node simulator in the benchmark runs the Pods.
 """
 
@@ -58,12 +59,16 @@ def _cpu_rss(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-async def _cached_objects(port: int) -> int:
+async def _cached(port: int) -> tuple[int, int]:
+    """(objects, JSON bytes) the replica's cache holds, from its /metrics."""
     async with aiohttp.ClientSession() as http, \
             http.get(f"http://127.0.0.1:{port}/metrics") as response:
         text = await response.text()
-    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("reconcilekit_cache_objects{")))
+
+    def total(name: str) -> int:
+        return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith(name + "{")))
+    return total("reconcilekit_cache_objects"), total("reconcilekit_cache_bytes")
 
 
 async def _replica(kubeconfig: Path, identity: str) -> tuple[asyncio.subprocess.Process, int]:
@@ -124,7 +129,8 @@ async def one_run(assets: str | None, namespaces: int, claims: int, replicas: in
                 per = []
                 for proc, port in procs:
                     cpu, rss = _cpu_rss(proc.pid)
-                    per.append((cpu, rss, await _cached_objects(port)))
+                    objects, held = await _cached(port)
+                    per.append((cpu, rss, objects, held))
             finally:
                 for proc, _ in procs:
                     proc.send_signal(signal.SIGTERM)
@@ -132,7 +138,7 @@ async def one_run(assets: str | None, namespaces: int, claims: int, replicas: in
                     await proc.wait()
     return {"replicas": replicas, "seconds": took,
             "cpu": [p[0] for p in per], "rss": [p[1] for p in per],
-            "objects": [p[2] for p in per]}
+            "objects": [p[2] for p in per], "bytes": [p[3] for p in per]}
 
 
 async def run(assets: str | None, namespaces: int, claims: int, counts: list[int]) -> None:
@@ -144,15 +150,17 @@ async def run(assets: str | None, namespaces: int, claims: int, counts: list[int
     print(f"\n{namespaces} namespaces x (pool of {claims + 2}, claim set of {claims}), "
           f"{server}\n")
     print("| replicas | time to all Bound | CPU per replica (mean) | RSS per replica (mean) "
-          "| cached objects per replica (mean) | cached objects, ratio to 1 replica |")
-    print("|---|---|---|---|---|---|")
-    base = statistics.mean(rows[0]["objects"])  # type: ignore[arg-type]
+          "| cached objects per replica (mean) | cache bytes per replica (mean) "
+          "| cache bytes, ratio to 1 replica |")
+    print("|---|---|---|---|---|---|---|")
+    base = statistics.mean(rows[0]["bytes"])  # type: ignore[arg-type]
     for row in rows:
-        objects = statistics.mean(row["objects"])  # type: ignore[arg-type]
+        held = statistics.mean(row["bytes"])  # type: ignore[arg-type]
         print(f"| {row['replicas']} | {row['seconds']:.1f} s "
               f"| {statistics.mean(row['cpu']):.2f} s "  # type: ignore[arg-type]
               f"| {statistics.mean(row['rss']):.1f} MiB "  # type: ignore[arg-type]
-              f"| {objects:.0f} | {objects / base:.2f} |")
+              f"| {statistics.mean(row['objects']):.0f} "  # type: ignore[arg-type]
+              f"| {held / 1024:.0f} KiB | {held / base:.2f} |")
 
 
 def main() -> None:

@@ -98,6 +98,7 @@ class InformerStatistics:
     last_event_age: float | None  # seconds since the last event or bookmark
     watching: bool
     last_error: str | None
+    bytes: int = 0  # the JSON the store holds for its objects
 
 
 def _rv(obj: Mapping[str, Any]) -> str:
@@ -238,7 +239,8 @@ class Informer:
             str(self.resource), len(self.store), self.has_synced,
             sum(s.lists for s in stats), sum(max(0, s.lists - 1) for s in stats),
             sum(s.restarts for s in stats), sum(s.dead_watches for s in stats),
-            sum(s.events for s in stats), age, all(s.watching for s in stats), last_error)
+            sum(s.events for s in stats), age, all(s.watching for s in stats), last_error,
+            self.store.nbytes)
 
     # -- the watcher's sink ---------------------------------------------------------------------
 

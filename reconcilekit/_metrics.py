@@ -304,7 +304,8 @@ class CacheMetricsCollector(Collector):
 
     * counters ``reconcilekit_cache_relists_total``,
       ``reconcilekit_watch_restarts_total``, ``reconcilekit_dead_watches_total``;
-    * gauges ``reconcilekit_cache_objects``,
+    * gauges ``reconcilekit_cache_objects``, ``reconcilekit_cache_bytes``
+      (the JSON the stores hold),
       ``reconcilekit_cache_last_event_age_seconds`` (left out while an
       informer has seen nothing yet), ``reconcilekit_cache_synced`` and
       ``reconcilekit_watch_open`` (1 or 0).
@@ -340,6 +341,9 @@ class CacheMetricsCollector(Collector):
         labels = ("resource",)
         objects = GaugeMetricFamily("reconcilekit_cache_objects",
                                     "Objects held in the cache, per resource", labels=labels)
+        held = GaugeMetricFamily("reconcilekit_cache_bytes", "JSON bytes the cache holds for "
+                                 "its objects (indexes and the interpreter not counted), per "
+                                 "resource", labels=labels)
         relists = CounterMetricFamily("reconcilekit_cache_relists",
                                       "Lists after the first one (410 Expired or a failed "
                                       "watch resume), per resource", labels=labels)
@@ -360,6 +364,7 @@ class CacheMetricsCollector(Collector):
         for resource, row in sorted(rows.items()):
             value = [resource]
             objects.add_metric(value, row.objects)
+            held.add_metric(value, row.bytes)
             relists.add_metric(value, row.relists)
             restarts.add_metric(value, row.watch_restarts)
             dead.add_metric(value, row.dead_watches)
@@ -367,18 +372,19 @@ class CacheMetricsCollector(Collector):
                 age.add_metric(value, row.last_event_age)
             synced.add_metric(value, 1 if row.synced else 0)
             open_.add_metric(value, 1 if row.watching else 0)
-        yield from (objects, relists, restarts, dead, age, synced, open_)
+        yield from (objects, held, relists, restarts, dead, age, synced, open_)
 
     def __repr__(self) -> str:
         return f"CacheMetricsCollector({self._statistics!r})"
 
 
 class _Row:
-    __slots__ = ("dead_watches", "last_event_age", "objects", "relists", "synced",
+    __slots__ = ("bytes", "dead_watches", "last_event_age", "objects", "relists", "synced",
                  "watch_restarts", "watching")  # fmt: skip
 
     def __init__(self, stats: InformerStatistics) -> None:
         self.objects = stats.objects
+        self.bytes = stats.bytes
         self.relists = stats.relists
         self.watch_restarts = stats.watch_restarts
         self.dead_watches = stats.dead_watches
@@ -388,6 +394,7 @@ class _Row:
 
     def merge(self, stats: InformerStatistics) -> None:
         self.objects = max(self.objects, stats.objects)
+        self.bytes += stats.bytes  # two stores (full, metadata-only) hold two copies
         self.relists += stats.relists
         self.watch_restarts += stats.watch_restarts
         self.dead_watches += stats.dead_watches

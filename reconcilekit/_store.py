@@ -47,10 +47,11 @@ class Store:
     Not thread-safe: one event loop owns a store.
     """
 
-    __slots__ = ("_funcs", "_indexes", "_objects", "_values")
+    __slots__ = ("_funcs", "_indexes", "_nbytes", "_objects", "_values")
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._objects: dict[ObjectKey, bytes] = {}
+        self._nbytes = 0  # sum of len() of _objects' values
         self._funcs: dict[str, IndexFunc] = {NAMESPACE_INDEX: _namespace_index}
         self._indexes: dict[str, dict[str, set[ObjectKey]]] = {NAMESPACE_INDEX: {}}
         self._values: dict[str, dict[ObjectKey, tuple[str, ...]]] = {NAMESPACE_INDEX: {}}
@@ -112,7 +113,9 @@ class Store:
         previous = self._objects.get(key)
         if previous is not None:
             self._unindex(key)
+            self._nbytes -= len(previous)
         self._objects[key] = encoded
+        self._nbytes += len(encoded)
         for name in self._funcs:
             self._index_one(name, key, obj)
         return previous
@@ -122,10 +125,12 @@ class Store:
         previous = self._objects.pop(key, None)
         if previous is not None:
             self._unindex(key)
+            self._nbytes -= len(previous)
         return previous
 
     def clear(self) -> None:
         self._objects.clear()
+        self._nbytes = 0
         for name in self._funcs:
             self._indexes[name] = {}
             self._values[name] = {}
@@ -143,6 +148,11 @@ class Store:
 
     def __contains__(self, key: object) -> bool:
         return key in self._objects
+
+    @property
+    def nbytes(self) -> int:
+        """The JSON bytes held for the stored objects (what the cache keeps of them)."""
+        return self._nbytes
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -187,6 +197,7 @@ class Store:
         return list(self._indexes[name])
 
     def _check_invariants(self) -> None:
+        assert self._nbytes == sum(map(len, self._objects.values())), "nbytes drifted"
         for name, index in self._indexes.items():
             values_by_key = self._values[name]
             for value, keys in index.items():

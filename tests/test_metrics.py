@@ -212,12 +212,13 @@ def informer(resource: str, **changes: object) -> InformerStatistics:
 def test_cache_collector_reads_statistics_at_scrape_time() -> None:
     registry = CollectorRegistry()
     stats = [informer("pods/v1", objects=3, synced=True, relists=1, watch_restarts=4,
-                      dead_watches=1, last_event_age=2.5, watching=True),
+                      dead_watches=1, last_event_age=2.5, watching=True, bytes=2048),
              informer("leases.coordination.k8s.io/v1")]
     CacheMetricsCollector(registry, lambda: stats)
     families = scrape(registry)
     assert {name: kind for name, (kind, _, _) in families.items()} == {
         "reconcilekit_cache_objects": "gauge",
+        "reconcilekit_cache_bytes": "gauge",
         "reconcilekit_cache_relists": "counter",
         "reconcilekit_watch_restarts": "counter",
         "reconcilekit_dead_watches": "counter",
@@ -234,6 +235,7 @@ def test_cache_collector_reads_statistics_at_scrape_time() -> None:
         f"reconcilekit_watch_restarts_total{pods}"] == 4
     assert families["reconcilekit_dead_watches"][2][f"reconcilekit_dead_watches_total{pods}"] == 1
     assert families["reconcilekit_cache_objects"][2][f"reconcilekit_cache_objects{pods}"] == 3
+    assert families["reconcilekit_cache_bytes"][2][f"reconcilekit_cache_bytes{pods}"] == 2048
     # an informer that has seen nothing yet has no age at all, rather than a made-up one
     assert families["reconcilekit_cache_last_event_age_seconds"][2] == {
         f"reconcilekit_cache_last_event_age_seconds{pods}": 2.5}

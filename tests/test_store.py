@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -34,6 +35,21 @@ def test_get_returns_a_fresh_copy_that_cannot_corrupt_the_store() -> None:
     again = store.get(ObjectKey("a", "p"))
     assert again is not None and again["spec"]["nodeName"] == "n1"
     assert again["metadata"]["labels"] == {}
+
+
+def test_nbytes_is_the_json_held_through_puts_replacements_and_deletes() -> None:
+    store = Store()
+    a = {"metadata": {"name": "a", "namespace": "x"}, "data": {"k": "v"}}
+    store.put(a)
+    store.put({"metadata": {"name": "b", "namespace": "x"}})
+    store._check_invariants()
+    store.put({**a, "data": {"k": "a much longer value than before"}})
+    store._check_invariants()
+    store.delete(ObjectKey("x", "b"))
+    store._check_invariants()
+    assert store.nbytes == len(orjson.dumps(store.get(ObjectKey("x", "a"))))
+    store.clear()
+    assert store.nbytes == 0
 
 
 def test_namespace_index_is_built_in() -> None:

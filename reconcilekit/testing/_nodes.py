@@ -38,7 +38,7 @@ import anyio.abc
 
 from .._client import Client
 from .._clock import Clock, SystemClock
-from .._errors import APIError, Conflict, NotFound
+from .._errors import APIConnectionError, APIError, Conflict, NotFound, describe_error
 from .._informer import EventHandler, Informer
 from .._objects import ObjectKey, Resource
 from .._workqueue import QueueShutDown, WorkQueue
@@ -135,9 +135,9 @@ class NodeSimulator:
                 await self._handle(key)
             except Conflict:
                 queue.add(key)  # changed since read: its event brings the new version
-            except APIError as err:
+            except (APIError, APIConnectionError) as err:  # an outage is retried, as a kubelet
                 logger.warning("node simulator: %s/%s: %s; retrying", key.namespace, key.name,
-                               err)
+                               describe_error(err))
                 queue.add_rate_limited(key)
             else:
                 queue.forget(key)
