@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 
 from .._client import Client
-from .._errors import APIError, NotFound, describe_error
+from .._errors import APIError, NotFound, ServerError, describe_error
+from .._objects import Resource
 from ..upsert import Outcome, create_or_patch
 from ._admission import Obj
 from ._server import CRDS, WebhookServer
@@ -62,15 +63,48 @@ async def install_configurations(client: Client, server: WebhookServer) -> list[
             obj.setdefault("spec", {})["conversion"] = conversion
 
         try:
-            outcome, _ = await create_or_patch(client, CRDS, crd, None, convert)
+            outcome, stored = await create_or_patch(client, CRDS, crd, None, convert)
         except APIError as err:
             raise WebhookSetupError(f"cannot write the conversion of CustomResourceDefinition "
                                     f"{crd}: {describe_error(err)}") from None
         if outcome is not Outcome.UNCHANGED:
             changed.append(f"CustomResourceDefinition/{crd}")
+            await _until_served(client, server, stored)
     if changed:
         logger.info("webhook configuration written: %s", ", ".join(changed))
     return changed
+
+
+async def _until_served(client: Client, server: WebhookServer, crd: Obj,
+                        within: float = 30.0) -> None:
+    """Wait until every served version of ``crd`` answers a list again.
+
+    kube-apiserver replaces a CRD's storage when its conversion changes; for a
+    moment after, requests to the kind get 503 "apiserver is shutting down"
+    (the old storage going). The manager's caches and controllers start right
+    after this: they should meet the new storage, not that moment.
+    """
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    deadline = server.clock.monotonic() + within
+    for version in spec.get("versions") or ():
+        if not version.get("served", True):
+            continue
+        resource = Resource(spec.get("group", ""), version["name"], names.get("kind", ""),
+                            names.get("plural", ""), spec.get("scope") == "Namespaced")
+        while True:
+            try:
+                await client.list(resource, limit=1)
+                break
+            except ServerError as err:
+                if err.status != 503:
+                    raise WebhookSetupError(f"cannot list {resource.group_resource} after its "
+                                            f"conversion changed: {err}") from None
+                if server.clock.monotonic() >= deadline:
+                    raise WebhookSetupError(
+                        f"{resource.group_resource} still answers 503 {within:g}s after "
+                        f"its conversion was changed") from None
+                await server.clock.sleep(0.1)
 
 
 async def remove_configurations(client: Client, server: WebhookServer) -> None:
