@@ -152,15 +152,21 @@ class Client:
                                              content_type=content_type, accept=accept)
 
     async def open_stream(self, path: str, params: Params | None = None, *,
-                          inactivity_timeout: float | None = 70.0, accept: str | None = None
+                          inactivity_timeout: float | None = 70.0, accept: str | None = None,
+                          shard_selector: ShardSelector | str | None = None
                           ) -> aiohttp.ClientResponse:
         """Open a streaming GET (a watch) that fails after ``inactivity_timeout`` s of silence.
 
         Returns aiohttp's response with status 200, which the caller must
         close; a non-200 answer raises its :class:`APIError`. Never retried.
         ``accept`` as for :meth:`request` (``PARTIAL_OBJECT_METADATA`` for a watch
-        of PartialObjectMetadata).
+        of PartialObjectMetadata). ``shard_selector`` as for :meth:`list`, sent
+        as ``shardSelector``; a watch's events do not say whether the server
+        honoured it (a list's ``metadata.shardInfo`` does), so a client that may
+        talk to a server without sharding lists first.
         """
+        if shard_selector is not None:
+            params = {**(params or {}), "shardSelector": str(shard_selector)}
         return await self._transport.open_stream(path, params,
                                                  inactivity_timeout=inactivity_timeout,
                                                  accept=accept)
@@ -232,7 +238,9 @@ class Client:
         The List is one consistent snapshot: its ``metadata.resourceVersion``
         is the first page's, from which a watch can start. Items carry
         ``apiVersion`` and ``kind`` (built-in lists leave them out);
-        ``metadata_only`` as for :meth:`list`.
+        ``metadata_only`` and ``shard_selector`` as for :meth:`list` (the List
+        keeps the first page's ``metadata.shardInfo``; every page is asked with
+        the same selector, which the continue token does not carry).
 
         If the snapshot expires mid-way (410: the continue token is older
         than etcd's compaction), the list starts over from the first page,
@@ -263,16 +271,22 @@ class Client:
                         label_selector: LabelSelectorLike | None = None,
                         field_selector: FieldSelectorLike | None = None,
                         limit: int | None = _LIST_PAGE, resource_version: str | None = None,
-                        metadata_only: bool = False) -> AsyncIterator[dict[str, Any]]:
+                        metadata_only: bool = False,
+                        shard_selector: ShardSelector | str | None = None
+                        ) -> AsyncIterator[dict[str, Any]]:
         """Yield every matching object, fetching pages of ``limit`` as they are consumed.
 
         Items carry ``apiVersion`` and ``kind``. Unlike :meth:`list_all`, an
         expired continue token (410) mid-way raises :class:`Gone`: the items
         already yielded cannot be taken back, so starting over is the
-        caller's decision.
+        caller's decision. ``metadata_only`` and ``shard_selector`` as for
+        :meth:`list` (the items alone do not say whether the server honoured
+        the shard selector: use :meth:`list` or :meth:`list_all` to see
+        ``metadata.shardInfo``).
         """
         async for page in self._pages(resource, namespace, label_selector, field_selector,
-                                      limit, resource_version, metadata_only):
+                                      limit, resource_version, metadata_only,
+                                      shard_selector):
             for item in page.get("items") or ():
                 yield item
 

@@ -22,7 +22,6 @@ from multidict import CIMultiDict
 
 from .._selector_syntax import go_quote
 from .._selectors import FieldSelector, LabelSelector, SelectorError
-from .._shard_selector import ShardSelector, ShardSelectorError
 from ._admission import ADMIN, Admission, UserInfo
 from ._conversion import Converter
 from ._decoding import go_base64_decode
@@ -38,6 +37,7 @@ from ._requests import (
     resource_version,
     verb_for,
 )
+from ._sharding import shard_filter
 from ._status import APIError, Cause, DecodeError
 from ._storage import Storage
 from ._tables import table
@@ -323,21 +323,11 @@ class Handler:
             fields.validate(req.rtype.field_labels)
         except SelectorError as err:
             raise APIError.bad_request(str(err)) from None
-        shards = self._shard_selector(query)
+        shards = shard_filter(query, self.settings.sharded_list_watch)
         if labels.is_empty and fields.is_empty and shards is None:
             return lambda obj: True
         return lambda obj: labels.matches((obj.get("metadata") or {}).get("labels")) and (
             fields.matches(obj)) and (shards is None or shards.matches(obj))
-
-    def _shard_selector(self, query: Mapping[str, str]) -> ShardSelector | None:
-        """``shardSelector`` (with the feature gate on): 400 naming what is wrong."""
-        text = query.get("shardSelector", "")
-        if not text or not self.settings.sharded_list_watch:
-            return None
-        try:
-            return ShardSelector.parse(text)
-        except ShardSelectorError as err:
-            raise APIError.bad_request(f"invalid shard selector: {err}") from None
 
     async def _list(self, req: ResourceRequest, query: Mapping[str, str],
                     shown: Rendering = OBJECT) -> web.Response:
@@ -391,12 +381,11 @@ class Handler:
         builtin = req.rtype.builtin
         items = [_list_item(o, builtin) for o in selected]
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
-        shards = self._shard_selector(query)
-        if shards is not None:  # the list is a subset: say which
-            meta["shardInfo"] = {"selector": str(shards)}
         if next_key is not None:
             meta["continue"] = _encode_continue(list_rv, next_key)
             meta["remainingItemCount"] = remaining
+        if (shards := shard_filter(query, self.settings.sharded_list_watch)) is not None:
+            shards.mark_list(meta)
         if shown.form == "table":
             return _json_response(table(req.rtype, selected, meta, self.storage.now()))
         if shown.form == "metadata":
