@@ -10,6 +10,9 @@ Expected flow of :meth:`Manager.run`:
    :class:`CacheSyncTimeout` naming the resources that did not;
 3. with leader election: wait to acquire the Lease (a standby keeps its
    cache warm meanwhile), then keep renewing it;
+   with sharding instead: join the shard ring (:class:`Sharding`): the
+   controllers work on the keys of the shards this replica holds, and the
+   cache holds those shards' objects;
 4. start every controller's workers;
 5. on :meth:`stop` (SIGTERM/SIGINT with :meth:`run_until_signal`): stop
    taking work, let in-flight reconciles finish within
