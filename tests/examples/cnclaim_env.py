@@ -177,3 +177,17 @@ class Watchdog:
 
 __all__ = ["CLAIMED_BY_LABEL", "Watchdog", "bound_to", "cnclaim_client", "eventually",
            "get_or_none", "idle_pod", "new_claim", "running_operator"]
+
+
+async def until_admission_refuses(cluster: Cluster, name: str, pool: str, **spec: Any) -> None:
+    """Dry-run creating the claim until the API server refuses it: kube-apiserver loads
+    webhook configurations through an informer, so a request right after one is written
+    may not be reviewed yet (the in-process server reads them at each request)."""
+    body = {"apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
+            "metadata": {"name": name}, "spec": {"poolName": pool, **spec}}
+    path = f"{CNCLAIMS.path(cluster.namespace)}?dryRun=All"
+    with anyio.fail_after(15):
+        while True:
+            if (await cluster.request("POST", path, json=body)).status >= 400:
+                return
+            await anyio.sleep(0.1)

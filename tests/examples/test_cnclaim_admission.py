@@ -26,6 +26,7 @@ from cnclaim_env import (
     idle_pod,
     new_claim,
     running_operator,
+    until_admission_refuses,
 )
 
 
@@ -54,6 +55,7 @@ async def test_a_malformed_claim_is_refused_at_admission_naming_the_field(
         apiserver: Cluster, client: Client, selector: dict[str, Any], message: str) -> None:
     async with running_operator(apiserver, client,
                                 webhook_server=claim_webhook_server(apiserver)):
+        await until_admission_refuses(apiserver, "bad", "p", selector=selector)
         with pytest.raises(APIError) as refused:
             await new_claim(apiserver, client, "bad", "p", selector=selector)
         fine = await new_claim(apiserver, client, "fine", "p")
@@ -137,9 +139,10 @@ async def test_the_manifests_webhook_installed_for_a_test_refuses_a_malformed_cl
                                       name_suffix=f"-{apiserver.namespace}",
                                       namespace=apiserver.namespace) as [config]:
             assert config["webhooks"][0]["clientConfig"]["url"].startswith(server.base_url)
+            bad = {"matchLabels": {"zone": "not a value"}}
+            await until_admission_refuses(apiserver, "bad", "p", selector=bad)
             with pytest.raises(APIError) as refused:
-                await new_claim(apiserver, client, "bad", "p", selector={
-                    "matchLabels": {"zone": "not a value"}})
+                await new_claim(apiserver, client, "bad", "p", selector=bad)
         tg.cancel_scope.cancel()
     assert "denied the request: spec.selector.matchLabels.zone: " in str(refused.value)
     with pytest.raises(NotFound):

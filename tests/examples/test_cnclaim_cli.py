@@ -128,7 +128,13 @@ async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
     are bound all the same; a malformed claim is refused at admission by the webhook the
     operator registered. SIGTERM ends the operator with status 0, its webhook
     configuration removed."""
-    from cnclaim_env import bound_to, eventually, idle_pod, new_claim
+    from cnclaim_env import (
+        bound_to,
+        eventually,
+        idle_pod,
+        new_claim,
+        until_admission_refuses,
+    )
 
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "examples.cnclaim", *_cluster_args(apiserver, tmp_path),
@@ -148,9 +154,10 @@ async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
             assert await eventually(lambda: bound_to(client, apiserver.namespace, "bare"),
                                     what="the bare claim Bound") == pod["metadata"]["name"]
             await client.delete(CNCLAIMS, "bare", apiserver.namespace)
+            bad = {"matchExpressions": [{"key": "zone", "operator": "NotIn"}]}
+            await until_admission_refuses(apiserver, "bad", "preprovisioned", selector=bad)
             with pytest.raises(APIError) as refused:
-                await new_claim(apiserver, client, "bad", "preprovisioned", selector={
-                    "matchExpressions": [{"key": "zone", "operator": "NotIn"}]})
+                await new_claim(apiserver, client, "bad", "preprovisioned", selector=bad)
             assert ("denied the request: spec.selector.matchExpressions[0].values: must be "
                     "specified when operator is NotIn") in str(refused.value)
             configuration = f"cnclaim-operator-{apiserver.namespace}"
