@@ -419,12 +419,7 @@ class Cache:
         else:
             objects = store.list(namespace)
         if label_selector is not None:
-            if isinstance(label_selector, LabelSelector):
-                selector = label_selector
-            elif isinstance(label_selector, str):
-                selector = LabelSelector.parse(label_selector)
-            else:
-                selector = LabelSelector.from_dict(label_selector)
+            selector = LabelSelector.of(label_selector)
             objects = [o for o in objects
                        if selector.matches((o.get("metadata") or {}).get("labels"))]
         return objects

@@ -164,12 +164,7 @@ def _label_selector(given: str | Mapping[str, Any] | LabelSelector | None
     if given is None:
         return None
     try:
-        if isinstance(given, LabelSelector):
-            selector = given
-        elif isinstance(given, str):
-            selector = LabelSelector.parse(given)
-        else:
-            selector = LabelSelector.from_dict(given)
+        selector = LabelSelector.of(given)
     except SelectorError as err:
         raise SelectorError(f"invalid label_selector {given!r}: {err}") from err
     if selector == LabelSelector.nothing():

@@ -197,6 +197,16 @@ class LabelSelector:
         return cls(Requirement(key, Operator.EQUALS, (value,)) for key, value in labels.items())
 
     @classmethod
+    def of(cls, value: str | Mapping[str, Any] | LabelSelector) -> LabelSelector:
+        """``value`` as a selector: one already, its string form, or a metav1.LabelSelector
+        dict (SelectorError if it is none of them validly)."""
+        if isinstance(value, LabelSelector):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        return cls.from_dict(value)
+
+    @classmethod
     def from_dict(cls, obj: Mapping[str, Any] | None) -> LabelSelector:
         """Convert a metav1.LabelSelector object (``LabelSelectorAsSelector``).
 
