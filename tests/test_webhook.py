@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import aiohttp
 import anyio
 import anyio.lowlevel
+import cel
 import orjson
 import pytest
 import pytest_asyncio
@@ -28,6 +30,7 @@ from reconcilekit.webhook import (
     ServingCertificate,
     Verdict,
     WebhookServer,
+    exclude_users,
     json_patch,
 )
 
@@ -323,6 +326,38 @@ def test_registration_refuses_what_the_api_server_would() -> None:
         server.conversion(WIDGETS, hub="v1", spokes={"v1": (v1_to_v2, v2_to_v1)})
 
 
+@pytest.mark.parametrize(("conditions", "message"), [
+    ({"-x-": "true"}, "match condition name '-x-' must be a qualified name"),
+    ({"a" * 64: "true"}, "must be a qualified name"),
+    ({"ok": " "}, "match condition 'ok' has no expression"),
+    ({"ok": "a =="}, "match condition 'ok' is not a CEL expression: ERROR: <input>:1:5: "
+                     "Syntax error"),
+    ({f"c{i}": "true" for i in range(65)}, "at most 64 match_conditions, not 65"),
+])
+def test_match_conditions_the_api_server_would_refuse_are_refused_at_registration(
+        conditions: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        WebhookServer(port=0).validator(WIDGETS, match_conditions=conditions)(_allow)
+
+
+def test_exclude_users_quotes_names_and_checks_its_arguments() -> None:
+    [(name, expression)] = exclude_users("a", 'b"c', operations=("UPDATE",)).items()
+    assert name == "exclude-users"
+    program = cel.compile(expression)
+
+    def sent(user: str, operation: str) -> bool:
+        context = cel.Context(variables={"request": {
+            "operation": operation, "userInfo": {"username": user}}})
+        return bool(program.execute(context))
+
+    assert [sent('b"c', "UPDATE"), sent("a", "UPDATE"), sent("a", "CREATE"),
+            sent("d", "UPDATE")] == [False, False, True, True]
+    with pytest.raises(ValueError, match="at least one user"):
+        exclude_users()
+    with pytest.raises(ValueError, match="operations must be among"):
+        exclude_users("a", operations=("PATCH",))
+
+
 async def _allow(request: AdmissionRequest) -> Verdict:
     return Verdict.allow()
 
@@ -331,7 +366,8 @@ def test_configurations_point_at_the_server_with_its_ca() -> None:
     server = WebhookServer(name="widgets", host="127.0.0.1", port=9443,
                            url="https://webhooks.example.com:8443")
     server.validator(WIDGETS, namespace_selector={"matchLabels": {"team": "a"}},
-                     sub_resources=("status",))(_allow)
+                     sub_resources=("status",),
+                     match_conditions=exclude_users("system:serviceaccount:ops:widgets"))(_allow)
     server.conversion(WIDGETS, hub="v2", spokes={"v1": (v1_to_v2, v2_to_v1)})
     [(resource, config)] = server.configurations()
     assert resource.kind == "ValidatingWebhookConfiguration"
@@ -345,7 +381,9 @@ def test_configurations_point_at_the_server_with_its_ca() -> None:
                    "resources": ["widgets", "widgets/status"],
                    "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}],
         "failurePolicy": "Fail", "sideEffects": "None", "timeoutSeconds": 10,
-        "matchPolicy": "Equivalent", "namespaceSelector": {"matchLabels": {"team": "a"}}}
+        "matchPolicy": "Equivalent", "namespaceSelector": {"matchLabels": {"team": "a"}},
+        "matchConditions": [{"name": "exclude-users", "expression": (
+            '!(request.userInfo.username in ["system:serviceaccount:ops:widgets"])')}]}
     conversion = server.crd_conversions()["widgets.example.com"]
     assert conversion["webhook"]["clientConfig"]["url"] == (
         "https://webhooks.example.com:8443/convert")

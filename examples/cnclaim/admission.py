@@ -9,6 +9,13 @@ operator's own users may change them (anyone else would point a claim at a
 Pod it does not hold, or hide the one it does). Creating a claim is not
 restricted: a claim set or a user may create one already naming its Pod.
 
+The operator's own updates are not reviewed: the configuration's match
+condition (:func:`reconcilekit.webhook.exclude_users`) tells the API server
+not to call for them (half the calls of a binding), and the handler allows
+them when called all the same. The operator never changes a selector, and
+its last write to a deleted claim, the finalizer's removal, must never be
+refused.
+
 The controller keeps checking with ``spec_problem`` too (a Warning Event and
 no retries): a claim stored before the webhook was installed, or while it
 was not called (``--no-webhooks``), is still refused a binding.
@@ -20,7 +27,7 @@ import logging
 from collections.abc import Collection
 
 from reconcilekit import APIError, Client, Resource
-from reconcilekit.webhook import AdmissionRequest, Verdict, WebhookServer
+from reconcilekit.webhook import AdmissionRequest, Verdict, WebhookServer, exclude_users
 
 from .resources import CNCLAIMS, GROUP
 from .spec import spec_problem
@@ -49,14 +56,19 @@ def add_claim_webhook(server: WebhookServer, *, operator_users: Collection[str] 
         logger.info("the API server does not say who this operator is: spec.podName and "
                     "spec.nodeName changes are not restricted to it at admission")
 
-    @server.validator(CNCLAIMS, name=WEBHOOK_NAME, namespace_selector=selector)
+    own_updates = exclude_users(*sorted(users), operations=("UPDATE",)) if users else {}
+
+    @server.validator(CNCLAIMS, name=WEBHOOK_NAME, namespace_selector=selector,
+                      match_conditions=own_updates)
     async def validate_claim(request: AdmissionRequest) -> Verdict:
+        if request.operation == "UPDATE" and users is not None and \
+                request.user.username in users:
+            return Verdict.allow()  # what the match condition gives without a call
         claim = request.object or {}
         problem = spec_problem(claim)
         if problem:
             return Verdict.deny(problem)
-        if request.operation == "UPDATE" and users is not None and \
-                request.user.username not in users:
+        if request.operation == "UPDATE" and users is not None:
             old_spec = (request.old_object or {}).get("spec") or {}
             spec = claim.get("spec") or {}
             for field in ("podName", "nodeName"):

@@ -48,8 +48,10 @@ Errors, as kube-apiserver 1.28 words them:
     ``admission webhook "NAME" does not support dry run``, without calling it.
 Warnings in answers become ``Warning`` headers of the response.
 
-Caveats: ``matchConditions`` are not evaluated (every webhook whose rules
-and selectors match is called); a ``service`` client config is never
+A webhook whose rules and selectors match is then called only if its
+``matchConditions`` allow it (:mod:`._match_conditions`).
+
+Caveats: a ``service`` client config is never
 reachable (the in-process server runs no Services); built-in kinds have no
 equivalent resources here (kube-apiserver treats e.g. events.k8s.io/v1
 Events as core/v1 Events).
@@ -70,6 +72,7 @@ import orjson
 from .._selector_syntax import go_quote
 from ._conversion import ConversionError, Converter
 from ._decoding import decode, go_base64_decode
+from ._match_conditions import evaluate
 from ._patch import PatchError, json_patch, json_type
 from ._pod_defaults import default_pod
 from ._registry import Registry, ResourceType
@@ -193,6 +196,24 @@ class Admission:
             return None
         return _Invocation(hook, target)
 
+    async def _called(self, hook: Webhook, attrs: Attributes) -> _Invocation | None:
+        """:meth:`_invocation`, then the webhook's ``matchConditions``
+        (:mod:`._match_conditions`) on the objects in the version it is called with."""
+        invocation = self._invocation(hook, attrs)
+        if invocation is None or not hook.conditions:
+            return invocation
+        obj = await self._versioned(attrs.obj, invocation.rtype)
+        old = await self._versioned(attrs.old, invocation.rtype)
+        outcome = evaluate(hook.conditions, hook.failure_policy,
+                           _request("", invocation.rtype, attrs, None, None), obj, old)
+        if outcome.error is not None:
+            log.warning("Failed evaluating match conditions, failing closed %s: %s",
+                        hook.name, outcome.error)
+            r = attrs.rtype.resource
+            raise APIError.forbidden_because(r.group_resource, attrs.name or "", r.group,
+                                             outcome.error)
+        return invocation if outcome.call else None
+
     def _equivalents(self, rtype: ResourceType, hook: Webhook) -> list[ResourceType]:
         """The other served versions of a custom resource (built-in kinds have none here)."""
         if hook.match_policy != "Equivalent" or rtype.crd_name is None:
@@ -226,7 +247,7 @@ class Admission:
         invoked_reinvocable: set[tuple[str, str]] = set()
         reinvoke: set[tuple[str, str]] = set()
         for hook in hooks:
-            invocation = self._invocation(hook, attrs)
+            invocation = await self._called(hook, attrs)
             if invocation is None:
                 continue
             if await self._mutating_call(invocation, attrs):
@@ -235,7 +256,7 @@ class Admission:
             if hook.reinvocation == "IfNeeded":
                 invoked_reinvocable.add(hook.key)
         for hook in hooks if reinvoke else ():
-            invocation = self._invocation(hook, attrs) if hook.key in reinvoke else None
+            invocation = await self._called(hook, attrs) if hook.key in reinvoke else None
             if invocation is not None:
                 await self._mutating_call(invocation, attrs)
         return attrs.obj
@@ -300,7 +321,7 @@ class Admission:
         (in configuration order) as :class:`APIError`."""
         invocations = [i for hook in self._webhooks("validatingwebhookconfigurations",
                                                     attrs.rtype)
-                       if (i := self._invocation(hook, attrs)) is not None]
+                       if (i := await self._called(hook, attrs)) is not None]
         if not invocations:
             return
         versions: dict[str, tuple[Obj | None, Obj | None]] = {}

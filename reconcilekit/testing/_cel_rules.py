@@ -36,7 +36,7 @@ from ._crd_schema import child_schema, join_path, schema_nodes
 from ._status import Cause
 from ._validation import invalid
 
-__all__ = ["CELRules", "compile_errors"]
+__all__ = ["CELRules", "cel_error_text", "compile_errors"]
 
 # what CEL itself defines; a rule calling anything else (and not a library
 # function below) does not compile, as on kube-apiserver
@@ -184,7 +184,7 @@ def _cel(value: Any, node: Mapping[str, Any]) -> Any:
     return value
 
 
-def _error_text(err: Exception) -> str:
+def cel_error_text(err: Exception) -> str:
     """A rule's runtime error in cel-go's words where they differ."""
     if isinstance(err, KeyError):
         return f"no such key: {err.args[0] if err.args else ''}"
@@ -252,7 +252,7 @@ class CELRules:
             result = rule.program.execute(context)
         except Exception as err:  # a rule's runtime error is its answer
             return [invalid(field, shown_type,
-                            f"{_error_text(err)} evaluating rule: {rule.error_string()}")]
+                            f"{cel_error_text(err)} evaluating rule: {rule.error_string()}")]
         if result is True:
             return []
         detail = rule.message.strip() or f"failed rule: {rule.rule.strip()}"

@@ -106,6 +106,14 @@ class APIError(Exception):
         return cls(403, "Forbidden", message, details)
 
     @classmethod
+    def forbidden_because(cls, group_resource: str, name: str, group: str,
+                          reason: str) -> APIError:
+        """``NewForbidden``: an admission step refuses a request on ``name``."""
+        what = f'{group_resource} "{name}"' if name else group_resource
+        return cls(403, "Forbidden", f"{what} is forbidden: {reason}",
+                   _details(name, group, group_resource))
+
+    @classmethod
     def forbidden_path(cls, user: str, path: str) -> APIError:
         return cls(403, "Forbidden",
                    f'forbidden: User "{user}" cannot get path "{path}"', {})

@@ -14,8 +14,8 @@ What kube-apiserver does with these objects before admission uses them:
   (operations, wildcards, subresources, scope); the enums; ``sideEffects``
   required and ``None`` or ``NoneOnDryRun``; ``timeoutSeconds`` 1 to 30;
   label selectors; exactly one of ``url`` (https, no query, fragment or user)
-  and ``service``; ``admissionReviewVersions`` naming v1 or v1beta1.
-  ``matchConditions`` are neither checked nor evaluated.
+  and ``service``; ``admissionReviewVersions`` naming v1 or v1beta1;
+  ``matchConditions`` (:mod:`._match_conditions`).
 
 :func:`webhooks` reads a stored configuration into :class:`Webhook` values
 that :mod:`._admission` dispatches to.
@@ -32,6 +32,7 @@ from typing import Any
 from .._selector_syntax import go_quote
 from .._selectors import LabelSelector, SelectorError
 from ._decoding import go_base64_decode
+from ._match_conditions import MatchCondition, match_condition_errors, match_conditions
 from ._registry import ResourceType
 from ._status import Cause
 from ._validation import dns_subdomain_errors, invalid, label_value_errors, qualified_name_errors
@@ -190,6 +191,8 @@ def _hook_errors(hook: Obj, path: str, mutating: bool) -> list[Cause]:
         causes.append(_not_supported(f"{path}.reinvocationPolicy", policy, ("IfNeeded", "Never")))
     causes.extend(client_config_errors(hook.get("clientConfig"), f"{path}.clientConfig",
                                        url_field="url"))
+    causes.extend(match_condition_errors(hook.get("matchConditions"),
+                                         f"{path}.matchConditions"))
     return causes
 
 
@@ -446,6 +449,7 @@ class Webhook:
     timeout: int
     review_versions: tuple[str, ...]
     reinvocation: str
+    conditions: tuple[MatchCondition, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -470,5 +474,6 @@ def webhooks(configuration: Mapping[str, Any], *, mutating: bool) -> list[Webhoo
             hook.get("failurePolicy") or "Fail", hook.get("matchPolicy") or "Equivalent",
             namespaces, objects, hook.get("sideEffects"), int(hook.get("timeoutSeconds") or 10),
             tuple(hook.get("admissionReviewVersions") or ()),
-            hook.get("reinvocationPolicy") or "Never"))
+            hook.get("reinvocationPolicy") or "Never",
+            match_conditions(hook.get("matchConditions"))))
     return out

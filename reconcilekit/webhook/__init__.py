@@ -33,6 +33,7 @@ from ._hooks import Defaulter as Defaulter
 from ._hooks import Hook as Hook
 from ._hooks import ServiceReference as ServiceReference
 from ._hooks import Validator as Validator
+from ._hooks import exclude_users as exclude_users
 from ._install import WebhookSetupError as WebhookSetupError
 from ._install import install_configurations as install_configurations
 from ._install import remove_configurations as remove_configurations
@@ -60,6 +61,7 @@ __all__ = [
     "Verdict",
     "WebhookServer",
     "WebhookSetupError",
+    "exclude_users",
     "install_configurations",
     "json_patch",
     "remove_configurations",

@@ -140,7 +140,7 @@ class WebhookServer:
 
         ``options`` are :class:`Hook`'s: ``sub_resources``, ``failure_policy``,
         ``side_effects``, ``timeout_seconds``, ``namespace_selector``,
-        ``object_selector``.
+        ``object_selector``, ``match_conditions`` (see :func:`exclude_users`).
         """
         return self._register("validating", "validate", resource, operations, name, path, options)
 

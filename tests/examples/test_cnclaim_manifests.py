@@ -95,7 +95,9 @@ def test_the_webhook_manifests_match_what_the_operator_serves() -> None:
     (container,) = pod["containers"]
     server = WebhookServer(port=0, service=ServiceReference("cnclaim-system",
                                                             "cnclaim-operator-webhook"))
-    add_claim_webhook(server, operator_users=None)
+    account = (f"system:serviceaccount:{deployment['metadata']['namespace']}:"
+               f"{pod['serviceAccountName']}")
+    add_claim_webhook(server, operator_users={account})
     [(_, served)] = server.configurations()
     [wanted] = served["webhooks"]
     [declared] = docs["ValidatingWebhookConfiguration"]["webhooks"]

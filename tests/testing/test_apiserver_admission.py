@@ -25,6 +25,7 @@ from aiohttp import web
 
 from reconcilekit.testing import Cluster, eventually
 from reconcilekit.testing._tls import ServingCertificate
+from reconcilekit.webhook import exclude_users
 
 from conftest import (
     CONVERSION_GROUP,
@@ -225,6 +226,27 @@ MISTAKES = {
     "reinvocation": (_mistake(reinvocationPolicy="Always"), [(
         "webhooks[0].reinvocationPolicy", 'Unsupported value: "Always": supported values: '
                                           '"IfNeeded", "Never"')]),
+    "match conditions": (_mistake(matchConditions=[
+        {"name": "-bad-", "expression": "true"}, {"name": "a", "expression": " "},
+        {"expression": "true"}, {"name": "a", "expression": "a =="},
+        {"name": "typo", "expression": "reqeust.name == 'x'"}]), [
+        ("webhooks[0].matchConditions[0].name", 'Invalid value: "-bad-": name part must '
+         "consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+         "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used "
+         "for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+        ("webhooks[0].matchConditions[1].expression", "Required value"),
+        ("webhooks[0].matchConditions[2].name", "Required value"),
+        ("webhooks[0].matchConditions[3].expression", 'Invalid value: "a ==": compilation '
+         "failed: ERROR: <input>:1:5: Syntax error: mismatched input '<EOF>' expecting {'[', "
+         "'{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, "
+         "STRING, BYTES, IDENTIFIER}\n | a ==\n | ....^"),
+        ("webhooks[0].matchConditions[3].name", 'Duplicate value: "a"'),
+        ("webhooks[0].matchConditions[4].expression", "Invalid value: \"reqeust.name == 'x'\""
+         ": compilation failed: ERROR: <input>:1:1: undeclared reference to 'reqeust' (in "
+         "container '')\n | reqeust.name == 'x'\n | ^")]),
+    "too many match conditions": (_mistake(matchConditions=[
+        {"name": f"c{i}", "expression": "true"} for i in range(65)]), [(
+            "webhooks[0].matchConditions", "Too many: 65: must have at most 64 items")]),
     "same name twice": (_mistake() * 2, [(
         "webhooks[1].name", 'Duplicate value: "a.hooks.reconcilekit.dev"')]),
 }
@@ -443,6 +465,72 @@ async def test_object_selector_matches_the_old_or_the_new_object(
                     r["object"]["metadata"].get("labels") or None)
                    for r in webhook.requests_to("/v")]
     assert labels_seen == [(None, {"watched": "yes"}), ({"watched": "yes"}, None)]
+
+
+def conditions(named: dict[str, str]) -> list[dict[str, str]]:
+    """``matchConditions`` from ``{name: expression}``."""
+    return [{"name": name, "expression": expression} for name, expression in named.items()]
+
+
+async def test_match_conditions_decide_whether_a_webhook_is_called(
+        apiserver: Cluster, webhook: RecordingWebhook, hooks: Hooks) -> None:
+    """Any condition false: not called, even if another fails to evaluate; all true:
+    called; true and errors: Fail refuses the request (403, naming the error, without a
+    call), Ignore skips the webhook. Conditions see request, object and oldObject."""
+    unreachable = {"url": "https://127.0.0.1:1/x"}
+    ns = hooks.namespace
+    broken = "object.data.missing == 'x'"
+    await hooks.create(VALIDATING, hooks.hook("only-c", "/only-c", matchConditions=conditions(
+        {"is-c": "object.metadata.name == 'c'"})), hooks.hook("sees", "/sees", matchConditions=(
+            conditions({"create": "request.operation == 'CREATE'", "request": (
+                "request.kind.kind == 'ConfigMap' && request.resource.resource == "
+                f"'configmaps' && request.namespace == '{ns}' && request.name == "
+                "object.metadata.name && request.userInfo.username != ''"),
+                "new": "oldObject == null && object.data.k == 'v'"}))),
+        hooks.hook("fails-closed", "/x", clientConfig=unreachable, matchConditions=conditions(
+            {"is-fail": "object.metadata.name == 'fail'", "broken": broken})),
+        hooks.hook("fails-open", "/x", clientConfig=unreachable, failurePolicy="Ignore",
+                   matchConditions=conditions({"is-ignore": "object.metadata.name == 'ignore'",
+                                               "broken": broken})))
+    for name in ("c", "d", "ignore"):
+        got = await apiserver.request("POST", hooks.configmaps,
+                                      json=configmap(name, {"k": "v"}))
+        assert got.status == 201, got
+    got = await apiserver.request("PATCH", f"{hooks.configmaps}/c", json={"data": {"k": "w"}},
+                                  content_type="application/merge-patch+json")
+    assert got.status == 200, got
+    refused = await apiserver.request("POST", hooks.configmaps,
+                                      json=configmap("fail", {"k": "v"}))
+    assert (refused.status, refused.body["reason"], refused.body["message"]) == (
+        403, "Forbidden", 'configmaps "fail" is forbidden: expression '
+                          "'object.data.missing == 'x'' resulted in error: no such key: missing")
+    assert [r["name"] for r in webhook.requests_to("/only-c")] == ["c", "c"]
+    assert [r["name"] for r in webhook.requests_to("/sees")] == ["c", "d", "ignore"]
+
+
+async def test_a_webhook_can_leave_one_users_writes_unreviewed(
+        apiserver: Cluster, webhook: RecordingWebhook, hooks: Hooks) -> None:
+    """``exclude_users``'s condition, as kube-apiserver evaluates it: the excluded user's
+    updates are not sent, its creates are (and anyone else's updates would be)."""
+    await hooks.create(VALIDATING, hooks.hook("who", "/who", rules=[rule(["configmaps"],
+                                                                         ["CREATE"])]))
+    assert (await apiserver.request("POST", hooks.configmaps, json=configmap("a"))).status \
+        == 201
+    [seen] = webhook.requests_to("/who")
+    me = seen["userInfo"]["username"]
+    not_mine = exclude_users("someone-else", 'with "quotes"')
+    mine = exclude_users(me, operations=("UPDATE",), name="not-my-updates")
+    await hooks.create(VALIDATING, hooks.hook("others", "/others",
+                                              matchConditions=conditions(not_mine)),
+                       hooks.hook("mine", "/mine", matchConditions=conditions(mine)),
+                       suffix="-2")
+    assert (await apiserver.request("POST", hooks.configmaps, json=configmap("b"))).status \
+        == 201
+    got = await apiserver.request("PATCH", f"{hooks.configmaps}/b", json={"data": {"k": "w"}},
+                                  content_type="application/merge-patch+json")
+    assert got.status == 200, got
+    assert [r["operation"] for r in webhook.requests_to("/others")] == ["CREATE", "UPDATE"]
+    assert [r["operation"] for r in webhook.requests_to("/mine")] == ["CREATE"]
 
 
 async def test_exact_match_policy_leaves_other_versions_alone_equivalent_converts(
