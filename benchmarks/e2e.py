@@ -5,7 +5,10 @@ process and the operator runs as a separate process, so its CPU time and
 peak memory are its own:
 
 * ``reconcilekit``: the bundled CNClaim operator (``python -m examples.cnclaim
-  --kubeconfig ...``): shared cache, field index, several workers;
+  --kubeconfig ... --no-webhooks``): shared cache, field index, several
+  workers; without its validating webhook unless ``--webhooks on`` (the
+  floor has no admission: what a webhook costs the API server is measured
+  by ``benchmarks/admission.py``, and here as a variant of its own);
 * ``naive``: the same workload done the way a simple operator does it
   (``benchmarks/naive_operator.py``): no cache, list Pods from the API
   server on every reconcile, one worker;
@@ -34,6 +37,7 @@ to ``docs/e2e.png``.
 ``--quick`` runs N=50 only (a smoke run); ``--sizes 100,1000`` picks sizes;
 ``--workers 1,2,4,8`` runs the operator once per worker count (default 4);
 ``--event-loops asyncio,uvloop`` once per event loop (``RECONCILEKIT_EVENT_LOOP``);
+``--webhooks off,on`` once without and once with its validating webhook;
 ``--naive-max N`` skips the baseline above N (it grows as N squared);
 ``--kubeconfig PATH`` runs the storms on that cluster instead (each in a
 namespace of its own; the operator's API requests are then not counted);
@@ -47,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -131,7 +136,8 @@ def _proc_stats(pid: int) -> tuple[float, float]:
 
 
 async def _operator_metrics(port: int) -> dict[str, float]:
-    """Reconciles of the claim controller, and the operator's requests by kind."""
+    """Reconciles of the claim controller, the operator's requests by kind, and the
+    admission reviews its webhook answered."""
     async with aiohttp.ClientSession() as http, http.get(
             f"http://127.0.0.1:{port}/metrics") as resp:
         text = await resp.text()
@@ -151,6 +157,8 @@ async def _operator_metrics(port: int) -> dict[str, float]:
                 out["events" if resource.startswith("events") else "requests"] += sample.value
                 if sample.labels["code"] == "409":
                     out["conflicts"] += sample.value
+            elif sample.name == "reconcilekit_webhook_requests_total":  # reviews answered
+                out["webhook reviews"] = out.get("webhook reviews", 0.0) + sample.value
     return out
 
 
@@ -179,20 +187,21 @@ NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 
 async def run_one(operator: str, n: int, within: float, kubeconfig: str | None = None,
                   kubelets: bool = True, workers: int = 4,
-                  event_loop: str = "", server_pids: tuple[int, ...] = ()) -> dict[str, Any]:
+                  event_loop: str = "", server_pids: tuple[int, ...] = (),
+                  webhook: bool = False) -> dict[str, Any]:
     """One storm; in-process unless ``kubeconfig`` names a cluster (then in a fresh
     namespace, removed afterwards; API requests are not counted there). Without
     ``kubelets`` (a bare control plane) the Pods are placed and reported Running
     by the benchmark, as in-process."""
     if kubeconfig is not None:
         async with await Client.from_kubeconfig(kubeconfig) as client:
-            ns = f"rk-bench-{os.getpid()}-{n}-{operator}-{workers}{event_loop}"
+            ns = f"rk-bench-{os.getpid()}-{n}-{operator}-{workers}{event_loop}{'-wh' * webhook}"
             await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": ns}})
             try:
                 return await _storm(client, None, Path(kubeconfig), ns, operator, n, within,
                                     kubelets=kubelets, workers=workers, event_loop=event_loop,
-                                    server_pids=server_pids)
+                                    server_pids=server_pids, webhook=webhook)
             finally:
                 if kubelets:  # (a bare control plane is thrown away with its objects)
                     await client.delete(NAMESPACES, ns)
@@ -202,7 +211,8 @@ async def run_one(operator: str, n: int, within: float, kubeconfig: str | None =
             path = server.write_kubeconfig(Path(tmp) / "kubeconfig")
             async with Client(server.configuration()) as client:
                 return await _storm(client, server, path, NS, operator, n, within,
-                                    kubelets=False, workers=workers, event_loop=event_loop)
+                                    kubelets=False, workers=workers, event_loop=event_loop,
+                                    webhook=webhook)
 
 
 async def _gone(client: Client, ns: str) -> None:
@@ -221,8 +231,8 @@ async def _gone(client: Client, ns: str) -> None:
 
 async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns: str,
                  operator: str, n: int, within: float, *, kubelets: bool,
-                 workers: int, event_loop: str, server_pids: tuple[int, ...] = ()
-                 ) -> dict[str, Any]:
+                 workers: int, event_loop: str, server_pids: tuple[int, ...] = (),
+                 webhook: bool = False) -> dict[str, Any]:
     for doc in yaml.safe_load_all((MANIFESTS / "crds.yaml").read_text()):
         if doc and doc.get("kind") == "CustomResourceDefinition":
             with contextlib.suppress(AlreadyExists):
@@ -257,7 +267,9 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
     else:
         args = [sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
                 "--namespace", ns, "--workers", str(workers),
-                "--metrics-addr", f"127.0.0.1:{port}"]
+                "--metrics-addr", f"127.0.0.1:{port}",
+                *(["--webhook-addr", f"127.0.0.1:{_free_port()}"] if webhook else
+                  ["--no-webhooks"])]
     env = dict(os.environ, RECONCILEKIT_EVENT_LOOP=event_loop) if event_loop else None
     proc = await asyncio.create_subprocess_exec(
         *args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
@@ -306,7 +318,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
     else:
         reconciles = float(orjson.loads(out.strip().splitlines()[-1])["reconciles"])
     return {"operator": operator, "workers": workers if operator == "reconcilekit" else 1,
-            "event_loop": event_loop or "default",
+            "event_loop": event_loop or "default", "webhook": webhook,
             "n": n, "seconds": elapsed,
             "requests_per_claim": None if requests is None else requests / n,
             "events_per_claim": counts.get("events", 0.0) / n if counts else None,
@@ -454,6 +466,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--event-loops", default="",
                         help="run the operator on each of these event loops, e.g. "
                              "asyncio,uvloop (default: whatever it picks)")
+    parser.add_argument("--webhooks", default="off",
+                        help="run the operator without (off, the default) or with (on) its "
+                             "validating webhook, or both: off,on")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run every storm this many times, in rounds (each ratio is "
                              "to the floor of its own round)")
@@ -468,23 +483,29 @@ def main(argv: list[str] | None = None) -> None:
                        help="run against a control plane (etcd, kube-apiserver, "
                             "kube-controller-manager) started from the binaries in DIR")
     args = parser.parse_args(argv)
+    choices = {"off": False, "on": True}
+    if not set(args.webhooks.split(",")) <= choices.keys():
+        parser.error(f"--webhooks: off, on or off,on, not {args.webhooks!r}")
+    args.webhooks = [choices[w] for w in args.webhooks.split(",")]
     EVENTS_WAIT["seconds"] = args.events_wait
     _run_all(args)
 
 
 def _run(args: argparse.Namespace, operator: str, n: int, workers: int,
-         event_loop: str) -> dict[str, Any]:
+         event_loop: str, webhook: bool) -> dict[str, Any]:
     """One storm: with ``--assets`` on a control plane of its own, so no run pays for
     another's leftovers (a namespace of thousands of objects being deleted, a larger
     etcd); else on ``--kubeconfig``'s cluster or in-process."""
     within = 120 + n * 0.5
     if not args.assets:
-        return anyio.run(run_one, operator, n, within, args.kubeconfig, True, workers,
-                         event_loop)
+        return anyio.run(functools.partial(
+            run_one, operator, n, within, args.kubeconfig, True, workers, event_loop,
+            webhook=webhook))
     with ControlPlane(args.assets) as plane, tempfile.TemporaryDirectory() as tmp:
         kubeconfig = str(plane.write_kubeconfig(Path(tmp) / "kubeconfig"))
-        return anyio.run(run_one, operator, n, within, kubeconfig, False, workers,
-                         event_loop, tuple(plane.pids))
+        return anyio.run(functools.partial(
+            run_one, operator, n, within, kubeconfig, False, workers, event_loop,
+            tuple(plane.pids), webhook=webhook))
 
 
 def _run_all(args: argparse.Namespace) -> None:
@@ -492,18 +513,19 @@ def _run_all(args: argparse.Namespace) -> None:
     worker_counts = [int(w) for w in args.workers.split(",")]
     results = []
     loops = args.event_loops.split(",") if args.event_loops else [""]
-    runs = [("floor", 1, ""), *(("reconcilekit", w, loop) for w in worker_counts
-                                for loop in loops), ("naive", 1, "")]
+    runs = [("floor", 1, "", False), *(("reconcilekit", w, loop, hook) for w in worker_counts
+                                       for loop in loops for hook in args.webhooks),
+            ("naive", 1, "", False)]
     for n, round_ in ((n, r) for n in sizes for r in range(1, args.repeat + 1)):
-        for operator, workers, loop in runs:
+        for operator, workers, loop, webhook in runs:
             if operator == "naive" and n > args.naive_max:
                 _progress(f"  skipping naive at N={n} (--naive-max {args.naive_max})")
                 continue
-            label = (f"{operator} ({workers} workers{', ' + loop if loop else ''})"
-                     if operator == "reconcilekit" else operator)
-            _progress(f"  e2e: {label}, N={n} ...")
-            result = dict(_run(args, operator, n, workers, loop), round=round_)
-            _progress(f"  e2e: {label}, N={n}: {result['seconds']:.1f}s to all Bound")
+            result = {"operator": operator, "workers": workers, "event_loop": loop or "default",
+                      "webhook": webhook}
+            _progress(f"  e2e: {_who(result)}, N={n} ...")
+            result = dict(_run(args, operator, n, workers, loop, webhook), round=round_)
+            _progress(f"  e2e: {_who(result)}, N={n}: {result['seconds']:.1f}s to all Bound")
             results.append(result)
             RESULTS.parent.mkdir(exist_ok=True)  # written as it goes: a long run keeps its rows
             RESULTS.write_text(json.dumps(results, indent=1))
@@ -516,7 +538,9 @@ def _who(r: dict[str, Any]) -> str:
     if r["operator"] != "reconcilekit":
         return str(r["operator"])
     loop = r.get("event_loop", "default")
-    return f"reconcilekit, {r['workers']} workers" + (f", {loop}" if loop != "default" else "")
+    workers = f"{r['workers']} worker" + ("s" if r["workers"] != 1 else "")
+    return (f"reconcilekit, {workers}" + (f", {loop}" if loop != "default" else "")
+            + (", with its webhook" if r.get("webhook") else ""))
 
 
 def _report(results: list[dict[str, Any]]) -> None:
