@@ -22,6 +22,7 @@ from multidict import CIMultiDict
 
 from .._selector_syntax import go_quote
 from .._selectors import FieldSelector, LabelSelector, SelectorError
+from . import _self_subject_review as self_subject_review
 from ._admission import ADMIN, Admission, UserInfo
 from ._conversion import Converter
 from ._decoding import go_base64_decode
@@ -41,6 +42,7 @@ from ._sharding import shard_filter
 from ._status import APIError, Cause, DecodeError
 from ._storage import Storage
 from ._tables import table
+from ._update_rules import timestamp
 from ._watch_stream import serve_watch
 from ._webhook_client import WebhookClient
 from ._writes import DeleteOptions, WriteOptions, Writes, parse_json
@@ -58,6 +60,11 @@ VERSION_INFO = {
 }
 _OPEN_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 _JSON = "application/json"
+
+
+def _user_info(user: str) -> UserInfo:
+    """Who a token's user is to admission and SelfSubjectReview."""
+    return ADMIN if user == "admin" else UserInfo(user)
 
 
 def _json_response(body: Any, status: int = 200,
@@ -160,7 +167,13 @@ class Handler:
         parts = [p for p in path.split("/") if p]
         if path == "/openapi/v2" and user is not None:
             return _openapi_v2(request.headers.get("Accept", ""))
-        discovery = self._discovery(parts)
+        discovery = self_subject_review.discovery(parts, self._discovery(parts))
+        if user is not None:
+            review = self_subject_review.answer(
+                parts, request.method, _user_info(user), timestamp(self.storage.now()))
+            if review is not None:
+                self.requests[("create", self_subject_review.PLURAL)] += 1
+                return _json_response(review, 201)
         if discovery is not None or not parts or parts[0] not in ("api", "apis") or (
                 parts[0] == "api" and len(parts) < 2) or (parts[0] == "apis" and len(parts) < 3):
             if user is None:
@@ -179,7 +192,7 @@ class Handler:
             r = req.rtype.resource
             raise APIError.forbidden("system:anonymous", verb, req.counter_resource, r.group,
                                      req.namespace, req.name)
-        who = ADMIN if user == "admin" else UserInfo(user)
+        who = _user_info(user)
         delay = self.faults.latency_for(verb, req)
         if delay > 0:
             await asyncio.sleep(delay)
