@@ -114,6 +114,7 @@ from ._shard_selector import ShardSelector as ShardSelector
 from ._shard_selector import ShardSelectorError as ShardSelectorError
 from ._shard_selector import fnv1a64 as fnv1a64
 from ._shard_selector import shard_key as shard_key
+from ._shard_selector import shard_of as shard_of
 from ._sharding import Sharding as Sharding
 from ._store import IndexFunc as IndexFunc
 from ._store import Store as Store
@@ -251,5 +252,6 @@ __all__ = [
     "remove_finalizer",
     "resource_version_changed",
     "shard_key",
+    "shard_of",
     "strip_managed_fields",
 ]

@@ -73,7 +73,7 @@ from ._clock import Clock, SystemClock
 from ._errors import APIConnectionError, APIError, describe_error
 from ._leaderelection import LeaderElector, LeadershipLost
 from ._objects import Resource
-from ._shard_selector import KEY_SPACE, ShardSelector
+from ._shard_selector import KEY_SPACE, ShardSelector, shard_of
 
 __all__ = ["RingStatistics", "ShardOwner", "ShardRing", "assign"]
 
@@ -205,7 +205,7 @@ class ShardRing:
         return frozenset(self._held)
 
     def shard_of(self, key: int) -> int:
-        return key * self.shards >> 64
+        return shard_of(key, self.shards)
 
     def owns(self, key: int) -> bool:
         return self.shard_of(key) in self._held

@@ -36,7 +36,7 @@ from ._cel_syntax import CELSyntaxError, Kind, Node, parse
 from ._selector_syntax import go_quote
 
 __all__ = ["SHARD_FIELDS", "KEY_SPACE", "ShardSelector", "ShardSelectorError", "fnv1a64",
-           "shard_key", "shard_ranges"]
+           "shard_key", "shard_of", "shard_ranges"]
 
 KEY_SPACE: Final = 1 << 64
 SHARD_FIELDS: Final = ("object.metadata.uid", "object.metadata.namespace")
@@ -56,6 +56,11 @@ def fnv1a64(value: str) -> int:
     for byte in value.encode():
         h = ((h ^ byte) * _FNV_PRIME) & _MASK
     return h
+
+
+def shard_of(key: int, shards: int) -> int:
+    """Which of ``shards`` equal slices of the key space holds ``key`` (its top bits)."""
+    return key * shards >> 64
 
 
 def shard_key(obj: Mapping[str, Any], field: str = "object.metadata.uid") -> int:

@@ -25,6 +25,7 @@ from reconcilekit import (
     Result,
     Sharding,
     fnv1a64,
+    shard_of,
 )
 from reconcilekit.testing import Cluster, FakeClock, eventually
 
@@ -64,7 +65,7 @@ async def namespaces(apiserver: Cluster, client: Client) -> AsyncIterator[list[s
     shards: set[int] = set()
     for i in range(10_000):
         name = f"{apiserver.namespace}-s{i}"
-        shard = fnv1a64(name) * 8 >> 64
+        shard = shard_of(fnv1a64(name), 8)
         if shard not in shards or len(shards) == 8:
             shards.add(shard)
             names.append(name)

@@ -25,6 +25,7 @@ from typing import Final
 import anyio
 
 from reconcilekit import AlreadyExists, Client, NotFound, Resource, fnv1a64
+from reconcilekit import shard_of as shard_of_key
 
 from .operator import install_crds
 from .resources import CNCLAIMSETS, CNPOOLS
@@ -44,7 +45,7 @@ ROOT: Final = Path(__file__).resolve().parent.parent.parent
 
 
 def shard_of(namespace: str) -> int:
-    return fnv1a64(namespace) * SHARDS >> 64
+    return shard_of_key(fnv1a64(namespace), SHARDS)
 
 
 async def _owners(client: Client, lease_namespace: str) -> dict[int, str]:
