@@ -94,7 +94,8 @@ def _byte_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _label_key_errors(key: str) -> list[str]:
+def qualified_name_errors(key: str) -> list[str]:
+    """``IsQualifiedName``: label keys, condition types, match condition names."""
     parts = key.split("/")
     errors: list[str] = []
     if len(parts) > 2:
@@ -158,7 +159,7 @@ def requirement_error(key: str, operator: Operator, values: Collection[str]) -> 
     are reported with its field paths; several are joined as ``[a, b]``.
     """
     errors: list[str] = []
-    if key_errors := _label_key_errors(key):
+    if key_errors := qualified_name_errors(key):
         errors.append(_invalid("key", go_quote(key), "; ".join(key_errors)))
     shown = json.dumps(list(values), separators=(",", ":")) if values else "null"
     if operator in SET_OPERATORS and not values:
@@ -338,7 +339,7 @@ class _Parser:
             token, key = self._take()
         if token != _IDENT:
             raise SelectorError(f"found '{key}', expected: identifier")
-        if key_errors := _label_key_errors(key):
+        if key_errors := qualified_name_errors(key):
             raise SelectorError(_invalid("<nil>", go_quote(key), "; ".join(key_errors)))
         if negated:
             return key, Operator.DOES_NOT_EXIST, ()

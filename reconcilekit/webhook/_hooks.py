@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -28,6 +27,7 @@ from typing import Any, Final, Literal
 import cel
 
 from .._objects import Resource
+from .._selector_syntax import qualified_name_errors
 from ._admission import OPERATIONS, AdmissionRequest, Obj, Verdict
 
 __all__ = ["Defaulter", "Hook", "ServiceReference", "Validator", "exclude_users"]
@@ -39,9 +39,6 @@ HookType = Literal["validating", "mutating"]
 FAILURE_POLICIES: Final = ("Fail", "Ignore")
 SIDE_EFFECTS: Final = ("None", "NoneOnDryRun")  # v1 refuses Some and Unknown
 MAX_MATCH_CONDITIONS: Final = 64
-_QUALIFIED_NAME: Final = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 
 def exclude_users(*usernames: str, operations: Collection[str] = (),
@@ -130,11 +127,9 @@ class Hook:
             raise ValueError(f"webhook {self.name}: at most {MAX_MATCH_CONDITIONS} "
                              f"match_conditions, not {len(self.match_conditions)}")
         for name, expression in self.match_conditions.items():
-            if not _QUALIFIED_NAME.match(name):
+            if problems := qualified_name_errors(name):
                 raise ValueError(f"webhook {self.name}: match condition name {name!r} must "
-                                 f"be a qualified name (alphanumerics, '-', '_' or '.', "
-                                 f"starting and ending alphanumeric, optionally prefixed "
-                                 f"with a DNS subdomain and '/')")
+                                 f"be a qualified name: {'; '.join(problems)}")
             if not expression.strip():
                 raise ValueError(f"webhook {self.name}: match condition {name!r} has no "
                                  f"expression")
