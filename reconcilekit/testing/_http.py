@@ -67,6 +67,11 @@ def _user_info(user: str) -> UserInfo:
     return ADMIN if user == "admin" else UserInfo(user)
 
 
+def _everything(obj: Mapping[str, Any]) -> bool:
+    """The filter of a request with no selector."""
+    return True
+
+
 def _json_response(body: Any, status: int = 200,
                    headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, content_type=_JSON,
@@ -338,7 +343,7 @@ class Handler:
             raise APIError.bad_request(str(err)) from None
         shards = shard_filter(query, self.settings.sharded_list_watch)
         if labels.is_empty and fields.is_empty and shards is None:
-            return lambda obj: True
+            return _everything
         return lambda obj: labels.matches((obj.get("metadata") or {}).get("labels")) and (
             fields.matches(obj)) and (shards is None or shards.matches(obj))
 
@@ -359,7 +364,9 @@ class Handler:
             objects = self.storage.snapshot(req.rtype, list_rv)
         elif rv_param and rv_param != "0":
             wanted = resource_version(rv_param)
-            if query.get("resourceVersionMatch") == "Exact":
+            match = query.get("resourceVersionMatch", "")
+            # Exact, or the legacy form (a limit and no match): etcd lists at that revision
+            if match == "Exact" or (not match and limit > 0):
                 list_rv = wanted
                 objects = self.storage.snapshot(
                     req.rtype, wanted, expired="The resourceVersion for the provided list is "
@@ -373,21 +380,28 @@ class Handler:
             else:
                 list_rv, objects = self.storage.rv, self.storage.table(req.rtype).objects
         else:
+            if rv_param == "0":  # served by the watch cache, which ignores the limit
+                limit = 0
             list_rv, objects = self.storage.rv, self.storage.table(req.rtype).objects
         ns = req.namespace
         keys = sorted(k for k in objects if (ns is None or k[0] == ns) and k > _split(start))
+        # The etcd3 store's GetList: a full page continues when any object follows it;
+        # the count of the rest is given only for an unfiltered list (etcd's count would
+        # include what a selector leaves out).
+        filtered = matches is not _everything
         selected: list[dict[str, Any]] = []
         remaining = 0
         last_key: tuple[str, str] | None = None
         for key in keys:
             obj = objects[key]
-            if not matches(obj):
-                continue
             if limit and len(selected) >= limit:
                 remaining += 1
+                if filtered:
+                    break
                 continue
-            selected.append(obj)
-            last_key = key
+            if matches(obj):
+                selected.append(obj)
+                last_key = key
         next_key = last_key if remaining else None
         # converted once chosen: a conversion webhook is awaited, and writes go on meanwhile
         selected = [await self.writes.shown(req, obj) for obj in selected]
@@ -396,7 +410,8 @@ class Handler:
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if next_key is not None:
             meta["continue"] = _encode_continue(list_rv, next_key)
-            meta["remainingItemCount"] = remaining
+            if not filtered:
+                meta["remainingItemCount"] = remaining
         if (shards := shard_filter(query, self.settings.sharded_list_watch)) is not None:
             shards.mark_list(meta)
         if shown.form == "table":

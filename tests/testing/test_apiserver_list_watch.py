@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from reconcilekit import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, eventually
 
 from conftest import ANYTHING, crd
 from k8s_objects import configmap
@@ -189,6 +189,56 @@ async def test_concurrent_watchers_see_the_same_order(apiserver: Cluster, config
     results = await asyncio.gather(*tasks)
     assert results[0] == results[1] == results[2]
     assert [int(r) for r in results[0]] == sorted(int(r) for r in results[0])
+
+
+async def test_a_filtered_page_continues_while_anything_follows_and_counts_nothing(
+        apiserver: Cluster, configmaps: str) -> None:
+    # The etcd3 store's GetList (kube-apiserver 1.28): a page that fills up gets a continue
+    # token when any object follows it, matching the selector or not, so the next page
+    # may be empty; remainingItemCount only when there is no selector (etcd's count
+    # would include objects the selector leaves out).
+    await eventually(lambda: apiserver.request("GET", f"{configmaps}/kube-root-ca.crt"),
+                     within=30, interval=0.05, what="the namespace's root CA ConfigMap")
+    await _make(apiserver, configmaps, [("a0", {"x": "y"}), ("a1", {"x": "y"}), ("a2", {}),
+                                        ("a3", {})])
+    filtered = {"limit": "2", "labelSelector": "x=y"}
+    page = await apiserver.request("GET", configmaps, params=filtered)
+    assert _names(page.body) == ["a0", "a1"]
+    assert "remainingItemCount" not in page.body["metadata"]
+    last = await apiserver.request("GET", configmaps, params={
+        **filtered, "continue": page.body["metadata"]["continue"]})
+    assert last.status == 200 and last.body["items"] == []
+    assert "continue" not in last.body["metadata"]
+    everything = await apiserver.request("GET", configmaps)
+    page = await apiserver.request("GET", configmaps, params={"limit": "2"})
+    assert page.body["metadata"]["remainingItemCount"] == len(everything.body["items"]) - 2
+    # Filled by the last object there is: nothing follows, no token.
+    page = await apiserver.request("GET", configmaps, params={
+        "limit": "1", "fieldSelector": "metadata.name=kube-root-ca.crt"})
+    assert len(page.body["items"]) == 1 and "continue" not in page.body["metadata"]
+
+
+async def test_where_a_list_is_served_from_decides_its_limit_and_revision(
+        apiserver: Cluster, configmaps: str) -> None:
+    # kube-apiserver 1.28's cacher (shouldDelegateList) and etcd3 store: resourceVersion
+    # "0" is answered by the watch cache, which ignores the limit; a resourceVersion with
+    # a limit and no resourceVersionMatch (the legacy form) is listed by etcd at exactly
+    # that revision; with NotOlderThan, or without a limit, at the newest.
+    older = await _make(apiserver, configmaps, [("a0", {}), ("a1", {})])
+    newest = await _make(apiserver, configmaps, [("a2", {})])
+    cached = await apiserver.request("GET", configmaps, params={"resourceVersion": "0",
+                                                                "limit": "1"})
+    assert _names(cached.body) == ["a0", "a1", "a2"]
+    assert "continue" not in cached.body["metadata"]
+    legacy = await apiserver.request("GET", configmaps, params={"resourceVersion": older,
+                                                                "limit": "10"})
+    assert _names(legacy.body) == ["a0", "a1"]
+    assert legacy.body["metadata"]["resourceVersion"] == older
+    for params in ({"resourceVersionMatch": "NotOlderThan", "limit": "10"}, {}):
+        latest = await apiserver.request("GET", configmaps, params={
+            "resourceVersion": older, **params})
+        assert _names(latest.body) == ["a0", "a1", "a2"], params
+        assert int(latest.body["metadata"]["resourceVersion"]) >= int(newest), params
 
 
 async def test_list_options_are_checked_as_kube_apiserver_checks_them(
