@@ -136,8 +136,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="with --in-cluster: tls.crt and tls.key (cert-manager's Secret, "
                              "reloaded when they change; the manifests' configuration gets "
                              "its caBundle from cert-manager)")
-    parser.add_argument("--workers", metavar="N", type=_positive_int, default=2,
-                        help="concurrent reconciles per controller (default 2)")
+    parser.add_argument("--workers", metavar="N", type=_positive_int, default=8,
+                        help="concurrent reconciles per controller (default 8: the "
+                             "fastest in the claim storm benchmark, docs/performance.md)")
     parser.add_argument("--simulated-nodes", metavar="N", type=int, default=0,
                         help="on an API server with no scheduler or kubelet (a bare control "
                              "plane, python -m reconcilekit.testing): bind Pods to N "
