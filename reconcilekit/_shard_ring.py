@@ -137,8 +137,10 @@ def _score(member: str, shard: int) -> int:
 
 
 def shard_range(shard: int, shards: int) -> tuple[int, int]:
-    """The keys of ``shard``: ``[start, end)`` of the 64-bit key space."""
-    return shard * KEY_SPACE // shards, (shard + 1) * KEY_SPACE // shards
+    """The keys of ``shard``: ``[start, end)`` of the 64-bit key space, exactly the keys
+    :func:`shard_of` puts in it (each bound rounded up: ``key * shards >> 64 == shard``
+    from ``ceil(shard * 2**64 / shards)`` on)."""
+    return -(-shard * KEY_SPACE // shards), -(-(shard + 1) * KEY_SPACE // shards)
 
 
 class _ShardTask:

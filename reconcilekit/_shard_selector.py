@@ -59,7 +59,14 @@ def fnv1a64(value: str) -> int:
 
 
 def shard_of(key: int, shards: int) -> int:
-    """Which of ``shards`` equal slices of the key space holds ``key`` (its top bits)."""
+    """Which of ``shards`` equal slices of the key space holds ``key`` (its top bits).
+
+    ``key`` is a 64-bit shard key (:func:`shard_key`), ``shards`` at least 1;
+    anything else is a ValueError.
+    """
+    if shards < 1 or not 0 <= key < KEY_SPACE:
+        raise ValueError(f"shard_of: the key must be in [0, 2**64) and shards at least 1, "
+                         f"not key={key}, shards={shards}")
     return key * shards >> 64
 
 

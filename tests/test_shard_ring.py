@@ -17,11 +17,33 @@ import anyio
 import anyio.abc
 import pytest
 
-from reconcilekit import Client
-from reconcilekit._shard_ring import LEASES, ShardRing, assign
+from reconcilekit import Client, shard_of
+from reconcilekit._shard_ring import LEASES, ShardRing, assign, shard_range
+from reconcilekit._shard_selector import KEY_SPACE
 from reconcilekit.testing import Cluster, FakeClock
 
 SHARDS = 16
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3, 5, 7, 16, 24, 100])
+def test_a_shards_selector_range_holds_exactly_the_keys_shard_of_gives_it(shards: int
+                                                                           ) -> None:
+    # The watch asks the server for shard_range's keys, owns() reconciles shard_of's:
+    # they must agree at every boundary, also where 2**64 / shards is not a whole number.
+    ends = [shard_range(s, shards) for s in range(shards)]
+    assert ends[0][0] == 0 and ends[-1][1] == KEY_SPACE
+    assert all(ends[s][1] == ends[s + 1][0] for s in range(shards - 1))
+    for shard, (start, end) in enumerate(ends):
+        assert shard_of(start, shards) == shard_of(end - 1, shards) == shard
+        if start:
+            assert shard_of(start - 1, shards) == shard - 1
+
+
+@pytest.mark.parametrize(("key", "shards"), [(0, 0), (-1, 4), (KEY_SPACE, 4)])
+def test_shard_of_refuses_what_is_not_a_key_or_a_shard_count(key: int, shards: int) -> None:
+    with pytest.raises(ValueError, match=r"the key must be in \[0, 2\*\*64\) and shards "
+                                         r"at least 1"):
+        shard_of(key, shards)
 
 
 def test_assignment_is_balanced_deterministic_and_stable() -> None:
