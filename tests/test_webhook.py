@@ -333,6 +333,9 @@ def test_registration_refuses_what_the_api_server_would() -> None:
     ({"ok": "a =="}, "match condition 'ok' is not a CEL expression: ERROR: <input>:1:5: "
                      "Syntax error"),
     ({f"c{i}": "true" for i in range(65)}, "at most 64 match_conditions, not 65"),
+    ([{"name": "a", "expression": "true"}], "match_conditions must map each condition's "
+                                            "name to its CEL expression, both strings"),
+    ({"a": True}, "match_conditions must map each condition's name"),
 ])
 def test_match_conditions_the_api_server_would_refuse_are_refused_at_registration(
         conditions: dict[str, str], message: str) -> None:
@@ -341,7 +344,8 @@ def test_match_conditions_the_api_server_would_refuse_are_refused_at_registratio
 
 
 def test_exclude_users_quotes_names_and_checks_its_arguments() -> None:
-    [(name, expression)] = exclude_users("a", 'b"c', operations=("UPDATE",)).items()
+    [(name, expression)] = exclude_users("a", 'b"c', "\U0001f600-ü", operations=("UPDATE",)
+                                         ).items()
     assert name == "exclude-users"
     program = cel.compile(expression)
 
@@ -350,8 +354,8 @@ def test_exclude_users_quotes_names_and_checks_its_arguments() -> None:
             "operation": operation, "userInfo": {"username": user}}})
         return bool(program.execute(context))
 
-    assert [sent('b"c', "UPDATE"), sent("a", "UPDATE"), sent("a", "CREATE"),
-            sent("d", "UPDATE")] == [False, False, True, True]
+    assert [sent('b"c', "UPDATE"), sent("a", "UPDATE"), sent("\U0001f600-ü", "UPDATE"),
+            sent("a", "CREATE"), sent("d", "UPDATE")] == [False, False, False, True, True]
     with pytest.raises(ValueError, match="at least one user"):
         exclude_users()
     with pytest.raises(ValueError, match="operations must be among"):

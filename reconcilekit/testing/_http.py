@@ -367,16 +367,19 @@ class Handler:
             match = query.get("resourceVersionMatch", "")
             # Exact, or the legacy form (a limit and no match): etcd lists at that revision
             if match == "Exact" or (not match and limit > 0):
+                if wanted > self.storage.rv:  # etcd's own error, passed on
+                    raise APIError(500, "", "etcdserver: mvcc: required revision is a "
+                                   "future revision")
                 list_rv = wanted
                 objects = self.storage.snapshot(
                     req.rtype, wanted, expired="The resourceVersion for the provided list is "
                     "too old.")
-            elif wanted > self.storage.rv:
+            elif wanted > self.storage.rv:  # the watch cache says when to retry, etcd not
                 raise APIError(504, "Timeout", f"Timeout: Too large resource version: {wanted}, "
                                f"current: {self.storage.rv}", {"causes": [{
                                    "reason": "ResourceVersionTooLarge",
                                    "message": "Too large resource version"}],
-                                   "retryAfterSeconds": 1})
+                                   **({} if limit > 0 else {"retryAfterSeconds": 1})})
             else:
                 list_rv, objects = self.storage.rv, self.storage.table(req.rtype).objects
         else:

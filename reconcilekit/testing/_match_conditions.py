@@ -18,7 +18,8 @@ evaluate, so it counts as an error above), the cost budget, and type
 checking: kube-apiserver refuses an expression that is not boolean or names a
 field ``request`` does not have when the configuration is written; here it
 fails at evaluation. Runtime errors on a null (``oldObject`` of a create) are
-worded differently.
+worded differently. A macro's variable (``exists(g, ...)``) counts as declared
+anywhere in the expression, not only inside its macro.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ __all__ = ["MatchCondition", "Outcome", "evaluate", "match_condition_errors", "m
 
 MAX_MATCH_CONDITIONS = 64
 _VARIABLES = frozenset({"request", "object", "oldObject", "authorizer"})
+# The variable a comprehension macro binds (``groups.exists(g, ...)``): cel lists it with
+# the free ones, but it is declared by the macro.
+_MACRO_BOUND = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
 Obj = dict[str, Any]
 
 
@@ -67,8 +71,9 @@ def _compile_error(expression: str) -> str | None:
         program = _program(expression)
     except ValueError as err:
         return str(err).partition(": ")[2].replace("\n| ", "\n | ")
+    bound = set(_MACRO_BOUND.findall(expression))
     for name in program.variables():
-        if name not in _VARIABLES:
+        if name not in _VARIABLES and name not in bound:
             column = next((m.start() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\b",
                                                           expression)), 0)
             return (f"ERROR: <input>:1:{column + 1}: undeclared reference to '{name}' (in "

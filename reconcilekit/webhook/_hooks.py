@@ -54,8 +54,10 @@ def exclude_users(*usernames: str, operations: Collection[str] = (),
         raise ValueError(f"exclude_users: operations must be among {', '.join(OPERATIONS)}, "
                          f"not {bad}")
 
-    def cel_list(items: Collection[str]) -> str:  # a JSON string is a CEL string literal
-        return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+    def cel_list(items: Collection[str]) -> str:
+        # A JSON string is a CEL string literal, but for its escaped surrogate pairs (a
+        # character beyond U+FFFF, an emoji in an OIDC name): CEL takes it as it is.
+        return "[" + ", ".join(json.dumps(item, ensure_ascii=False) for item in items) + "]"
 
     condition = f"request.userInfo.username in {cel_list(usernames)}"
     if operations:
@@ -123,6 +125,13 @@ class Hook:
 
     def _check_match_conditions(self) -> None:
         """What the API server would refuse in ``matchConditions``, said before it does."""
+        if not isinstance(self.match_conditions, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str)
+                for k, v in self.match_conditions.items()):
+            raise ValueError(f"webhook {self.name}: match_conditions must map each "
+                             f"condition's name to its CEL expression, both strings (e.g. "
+                             f"{{'not-mine': \"request.userInfo.username != 'me'\"}}), "
+                             f"not {self.match_conditions!r}")
         if len(self.match_conditions) > MAX_MATCH_CONDITIONS:
             raise ValueError(f"webhook {self.name}: at most {MAX_MATCH_CONDITIONS} "
                              f"match_conditions, not {len(self.match_conditions)}")

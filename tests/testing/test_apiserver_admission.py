@@ -124,6 +124,14 @@ class Hooks:
 @pytest.fixture
 async def hooks(apiserver: Cluster, webhook: RecordingWebhook) -> AsyncIterator[Hooks]:
     made = Hooks(apiserver, webhook)
+    # kube-controller-manager writes the namespace's root CA ConfigMap soon after the
+    # namespace: a webhook on ConfigMaps installed before it would review that write too.
+    root_ca = f"{made.configmaps}/kube-root-ca.crt"
+
+    async def written() -> bool:
+        return (await apiserver.request("GET", root_ca)).status == 200
+
+    await eventually(written, within=30, interval=0.05, what="the root CA ConfigMap")
     yield made
     await made.remove()
 
@@ -486,7 +494,9 @@ async def test_match_conditions_decide_whether_a_webhook_is_called(
                 "request.kind.kind == 'ConfigMap' && request.resource.resource == "
                 f"'configmaps' && request.namespace == '{ns}' && request.name == "
                 "object.metadata.name && request.userInfo.username != ''"),
-                "new": "oldObject == null && object.data.k == 'v'"}))),
+                "new": "oldObject == null && object.data.k == 'v'",
+                "macros": "request.userInfo.groups.all(g, g != '') && "
+                          "object.data.exists(k, k == 'k')"}))),
         hooks.hook("fails-closed", "/x", clientConfig=unreachable, matchConditions=conditions(
             {"is-fail": "object.metadata.name == 'fail'", "broken": broken})),
         hooks.hook("fails-open", "/x", clientConfig=unreachable, failurePolicy="Ignore",
@@ -518,7 +528,7 @@ async def test_a_webhook_can_leave_one_users_writes_unreviewed(
         == 201
     [seen] = webhook.requests_to("/who")
     me = seen["userInfo"]["username"]
-    not_mine = exclude_users("someone-else", 'with "quotes"')
+    not_mine = exclude_users("someone-else", 'with "quotes"', "\U0001f600-ü")
     mine = exclude_users(me, operations=("UPDATE",), name="not-my-updates")
     await hooks.create(VALIDATING, hooks.hook("others", "/others",
                                               matchConditions=conditions(not_mine)),

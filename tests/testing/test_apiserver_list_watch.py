@@ -239,6 +239,21 @@ async def test_where_a_list_is_served_from_decides_its_limit_and_revision(
             "resourceVersion": older, **params})
         assert _names(latest.body) == ["a0", "a1", "a2"], params
         assert int(latest.body["metadata"]["resourceVersion"]) >= int(newest), params
+    # A revision not yet written: etcd's error, passed on as a 500; the watch cache (no
+    # limit) and etcd's not-older-than check (a limit) time out, only the first with a
+    # retryAfterSeconds.
+    future = str(int(newest) + 1_000_000)
+    for params in ({"limit": "10"}, {"resourceVersionMatch": "Exact"}):
+        got = await apiserver.request("GET", configmaps, params={"resourceVersion": future,
+                                                                 **params})
+        assert (got.status, got.body["message"]) == (
+            500, "etcdserver: mvcc: required revision is a future revision"), params
+    for params, retry in (({}, True), ({"limit": "10",
+                                        "resourceVersionMatch": "NotOlderThan"}, False)):
+        got = await apiserver.request("GET", configmaps, params={"resourceVersion": future,
+                                                                 **params})
+        assert (got.status, got.body["reason"]) == (504, "Timeout"), params
+        assert ("retryAfterSeconds" in got.body["details"]) is retry, params
 
 
 async def test_list_options_are_checked_as_kube_apiserver_checks_them(
