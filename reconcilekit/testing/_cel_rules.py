@@ -36,7 +36,8 @@ from ._crd_schema import child_schema, join_path, schema_nodes
 from ._status import Cause
 from ._validation import invalid
 
-__all__ = ["CELRules", "cel_error_text", "compile_errors"]
+__all__ = ["CELRules", "cel_error_text", "compile_error_text", "compile_errors",
+           "undeclared_reference"]
 
 # what CEL itself defines; a rule calling anything else (and not a library
 # function below) does not compile, as on kube-apiserver
@@ -118,17 +119,28 @@ class _Rule:
         return self.message.strip() or self.rule.strip()
 
 
+def compile_error_text(err: ValueError) -> str:
+    """cel-rust's compile error in cel-go's layout (``ERROR: <input>:1:5: ...`` and the
+    expression with a caret under the place)."""
+    return str(err).partition(": ")[2].replace("\n| ", "\n | ")
+
+
+def undeclared_reference(text: str, name: str, column: int) -> str:
+    """cel-go's error for ``name``, undeclared, at 0-based ``column`` of ``text``."""
+    return (f"ERROR: <input>:1:{column + 1}: undeclared reference to '{name}' (in "
+            f"container '')\n | {text}\n | {'.' * column}^")
+
+
 def _compile_one(text: str) -> Any:
     """cel-rust's program for ``text``; ValueError (cel-go's message) if it does not compile."""
     try:
         program = cel.compile(text)
     except ValueError as err:
-        raise ValueError(str(err).partition(": ")[2].replace("\n| ", "\n | ")) from None
+        raise ValueError(compile_error_text(err)) from None
     for name in program.functions():
         if name.isidentifier() and not name.startswith("_") and name not in _KNOWN:
-            column = text.find(f"{name}(") + len(name) + 1  # cel-go points at the call
-            raise ValueError(f"ERROR: <input>:1:{column}: undeclared reference to "
-                             f"'{name}' (in container '')\n | {text}\n | {'.' * (column - 1)}^")
+            # cel-go points at the call's parenthesis
+            raise ValueError(undeclared_reference(text, name, text.find(f"{name}(") + len(name)))
     return program
 
 

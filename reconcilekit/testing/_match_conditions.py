@@ -18,8 +18,7 @@ evaluate, so it counts as an error above), the cost budget, and type
 checking: kube-apiserver refuses an expression that is not boolean or names a
 field ``request`` does not have when the configuration is written; here it
 fails at evaluation. Runtime errors on a null (``oldObject`` of a create) are
-worded differently. A macro's variable (``exists(g, ...)``) counts as declared
-anywhere in the expression, not only inside its macro.
+worded differently.
 """
 
 from __future__ import annotations
@@ -32,7 +31,8 @@ from typing import Any
 
 import cel
 
-from ._cel_rules import cel_error_text
+from .._cel_syntax import Kind, Node, parse
+from ._cel_rules import cel_error_text, compile_error_text, undeclared_reference
 from ._status import Cause
 from ._validation import invalid, qualified_name_errors
 
@@ -40,9 +40,8 @@ __all__ = ["MatchCondition", "Outcome", "evaluate", "match_condition_errors", "m
 
 MAX_MATCH_CONDITIONS = 64
 _VARIABLES = frozenset({"request", "object", "oldObject", "authorizer"})
-# The variable a comprehension macro binds (``groups.exists(g, ...)``): cel lists it with
-# the free ones, but it is declared by the macro.
-_MACRO_BOUND = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+# the comprehension macros: ``target.exists(g, predicate)`` declares ``g`` in its predicate
+_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 Obj = dict[str, Any]
 
 
@@ -70,15 +69,29 @@ def _compile_error(expression: str) -> str | None:
     try:
         program = _program(expression)
     except ValueError as err:
-        return str(err).partition(": ")[2].replace("\n| ", "\n | ")
-    bound = set(_MACRO_BOUND.findall(expression))
-    for name in program.variables():
-        if name not in _VARIABLES and name not in bound:
+        return compile_error_text(err)
+    free = _free_variables(parse(expression)) if program.variables() else set()
+    for name in sorted(free):
+        if name not in _VARIABLES:
             column = next((m.start() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\b",
                                                           expression)), 0)
-            return (f"ERROR: <input>:1:{column + 1}: undeclared reference to '{name}' (in "
-                    f"container '')\n | {expression}\n | {'.' * column}^")
+            return undeclared_reference(expression, name, column)
     return None
+
+
+def _free_variables(node: Node, bound: frozenset[str] = frozenset()) -> set[str]:
+    """The identifiers ``node`` reads that no comprehension macro around them declares
+    (cel's ``variables()`` lists a macro's own variable with them)."""
+    if node.kind is Kind.IDENT:
+        return set() if node.name in bound else {node.name}
+    free = set() if node.target is None else _free_variables(node.target, bound)
+    args = node.args
+    if (node.kind is Kind.CALL and node.name in _MACROS and node.target is not None
+            and args and args[0].kind is Kind.IDENT):
+        bound, args = bound | {args[0].name}, args[1:]
+    for arg in args:
+        free |= _free_variables(arg, bound)
+    return free
 
 
 def match_condition_errors(conditions: Any, path: str) -> list[Cause]:
