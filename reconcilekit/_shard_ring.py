@@ -73,7 +73,7 @@ from ._clock import Clock, SystemClock
 from ._errors import APIConnectionError, APIError, describe_error
 from ._leaderelection import LeaderElector, LeadershipLost
 from ._objects import Resource
-from ._shard_selector import KEY_SPACE, ShardSelector, shard_of
+from ._shard_selector import ShardSelector, shard_of, shard_range
 
 __all__ = ["RingStatistics", "ShardOwner", "ShardRing", "assign"]
 
@@ -134,13 +134,6 @@ def assign(members: Iterable[str], shards: int) -> dict[str, frozenset[int]]:
 def _score(member: str, shard: int) -> int:
     return int.from_bytes(hashlib.blake2b(f"{member}\x00{shard}".encode(),
                                           digest_size=8).digest(), "big")
-
-
-def shard_range(shard: int, shards: int) -> tuple[int, int]:
-    """The keys of ``shard``: ``[start, end)`` of the 64-bit key space, exactly the keys
-    :func:`shard_of` puts in it (each bound rounded up: ``key * shards >> 64 == shard``
-    from ``ceil(shard * 2**64 / shards)`` on)."""
-    return -(-shard * KEY_SPACE // shards), -(-(shard + 1) * KEY_SPACE // shards)
 
 
 class _ShardTask:

@@ -36,7 +36,7 @@ from ._cel_syntax import CELSyntaxError, Kind, Node, parse
 from ._selector_syntax import go_quote
 
 __all__ = ["SHARD_FIELDS", "KEY_SPACE", "ShardSelector", "ShardSelectorError", "fnv1a64",
-           "shard_key", "shard_of", "shard_ranges"]
+           "shard_key", "shard_of", "shard_range", "shard_ranges"]
 
 KEY_SPACE: Final = 1 << 64
 SHARD_FIELDS: Final = ("object.metadata.uid", "object.metadata.namespace")
@@ -68,6 +68,13 @@ def shard_of(key: int, shards: int) -> int:
         raise ValueError(f"shard_of: the key must be in [0, 2**64) and shards at least 1, "
                          f"not key={key}, shards={shards}")
     return key * shards >> 64
+
+
+def shard_range(shard: int, shards: int) -> tuple[int, int]:
+    """The keys of ``shard``: ``[start, end)`` of the 64-bit key space, exactly the keys
+    :func:`shard_of` puts in it (each bound rounded up: ``key * shards >> 64 == shard``
+    from ``ceil(shard * 2**64 / shards)`` on)."""
+    return -(-shard * KEY_SPACE // shards), -(-(shard + 1) * KEY_SPACE // shards)
 
 
 def shard_key(obj: Mapping[str, Any], field: str = "object.metadata.uid") -> int:

@@ -18,8 +18,8 @@ import anyio.abc
 import pytest
 
 from reconcilekit import Client, shard_of
-from reconcilekit._shard_ring import LEASES, ShardRing, assign, shard_range
-from reconcilekit._shard_selector import KEY_SPACE
+from reconcilekit._shard_ring import LEASES, ShardRing, assign
+from reconcilekit._shard_selector import KEY_SPACE, shard_range
 from reconcilekit.testing import Cluster, FakeClock
 
 SHARDS = 16
