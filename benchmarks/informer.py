@@ -25,8 +25,9 @@ from typing import Any
 import anyio
 import orjson
 
-from reconcilekit import Client, Informer, ObjectKey, Resource, strip_managed_fields
+from reconcilekit import Client, ObjectKey, Resource, strip_managed_fields
 from reconcilekit._watcher import Watcher
+from reconcilekit.lowlevel import Informer
 
 from .servers import api_server
 from .store import realistic_pod

@@ -38,7 +38,8 @@ from typing import Any
 
 import anyio
 
-from reconcilekit import Client, Informer, Resource, metadata_only
+from reconcilekit import Client, Resource, metadata_only
+from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import TCPProxy, eventually
 
 from .servers import api_server

@@ -13,7 +13,8 @@ from typing import Any
 
 import orjson
 
-from reconcilekit import ObjectKey, Store
+from reconcilekit import ObjectKey
+from reconcilekit.lowlevel import Store
 
 
 def realistic_pod(i: int) -> dict[str, Any]:

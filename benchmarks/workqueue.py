@@ -29,8 +29,9 @@ import anyio
 import anyio.lowlevel
 from prometheus_client import CollectorRegistry
 
-from reconcilekit import PrometheusQueueMetrics, QueueShutDown, WorkQueue
+from reconcilekit.metrics import PrometheusQueueMetrics
 from reconcilekit.testing import FakeClock
+from reconcilekit.workqueue import QueueShutDown, WorkQueue
 
 BATCH = 1024
 Scenario = Callable[[int], Awaitable[float]]  # ops -> seconds

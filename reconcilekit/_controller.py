@@ -67,7 +67,7 @@ _SYSTEM_CLOCK: Final = SystemClock()
 
 
 class ReconcileMetrics(Protocol):
-    """What a controller reports (see ``ControllerMetrics`` for the Prometheus one)."""
+    """What a controller reports (see ``PrometheusReconcileMetrics`` for the Prometheus one)."""
 
     def observe(self, result: str, seconds: float) -> None: ...
     def error(self) -> None: ...

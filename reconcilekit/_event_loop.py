@@ -18,12 +18,12 @@ import importlib.util
 import os
 from typing import Any
 
-__all__ = ["EVENT_LOOP_ENV", "backend_options"]
+__all__ = ["EVENT_LOOP_ENV", "event_loop_options"]
 
 EVENT_LOOP_ENV = "RECONCILEKIT_EVENT_LOOP"
 
 
-def backend_options() -> dict[str, Any]:
+def event_loop_options() -> dict[str, Any]:
     """anyio's asyncio backend options: ``use_uvloop`` when uvloop is installed and wanted."""
     wanted = os.environ.get(EVENT_LOOP_ENV, "").strip().lower()
     if wanted == "asyncio" or importlib.util.find_spec("uvloop") is None:

@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
-from ._objects import Resource
+from ._conflict_retry import http_status, retry_on_conflict
+from ._objects import Obj, Resource
 
 __all__ = [
     "CleanupDone",
@@ -29,9 +30,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Obj: TypeAlias = dict[str, Any]
 
-_ATTEMPTS: Final = 5  # writes per helper call at most (the docstrings say 5)
 _RETRY_ON: Final = frozenset({404, 409, 422})  # NotFound, Conflict, Invalid: re-read first
 
 
@@ -137,25 +136,21 @@ async def add_finalizer(client: FinalizerClient, resource: Resource, obj: Obj,
     object) therefore surfaces as that 422.
     """
     name, namespace, uid = _identity(obj)
-    current: Obj | None = obj
-    attempts = 0
-    while True:
-        match current:
+    read = _reads(client, resource, obj)
+
+    async def attempt() -> FinalizerResult:
+        match current := await read():
             case None:
                 return FinalizerResult.GONE
             case {"metadata": {"deletionTimestamp": str()}}:
                 return FinalizerResult.BEING_DELETED
             case _ if finalizer in _finalizers(current):
                 return FinalizerResult.ALREADY_PRESENT
-        try:
-            await client.patch(resource, name, _add_ops(current, uid, finalizer), namespace,
-                               type="json")
-            return FinalizerResult.ADDED
-        except Exception as err:
-            attempts += 1
-            if _status(err) not in _RETRY_ON or attempts >= _ATTEMPTS:
-                raise
-        current = await _reread(client, resource, name, namespace, uid)
+        await client.patch(resource, name, _add_ops(current, uid, finalizer), namespace,
+                           type="json")
+        return FinalizerResult.ADDED
+
+    return await retry_on_conflict(attempt, retriable=_changed_since_read)
 
 
 async def remove_finalizer(client: FinalizerClient, resource: Resource, obj: Obj,
@@ -191,23 +186,19 @@ async def remove_finalizer(client: FinalizerClient, resource: Resource, obj: Obj
     Errors: after 5 writes the last 409/422 is raised; any other client error at once.
     """
     name, namespace, uid = _identity(obj)
-    current: Obj | None = obj
-    attempts = 0
-    while True:
-        match current:
+    read = _reads(client, resource, obj)
+
+    async def attempt() -> Obj | None:
+        match current := await read():
             case None:
                 return None
             case _ if finalizer not in _finalizers(current):
                 return current
-        try:
-            patched = await client.patch(resource, name, _remove_ops(current, uid, finalizer),
-                                         namespace, type="json")
-            return None if _removed(patched) else patched
-        except Exception as err:
-            attempts += 1
-            if _status(err) not in _RETRY_ON or attempts >= _ATTEMPTS:
-                raise
-        current = await _reread(client, resource, name, namespace, uid)
+        patched = await client.patch(resource, name, _remove_ops(current, uid, finalizer),
+                                     namespace, type="json")
+        return None if _removed(patched) else patched
+
+    return await retry_on_conflict(attempt, retriable=_changed_since_read)
 
 
 async def delete_then_release(client: FinalizerClient, resource: Resource, obj: Obj,
@@ -245,21 +236,23 @@ async def delete_then_release(client: FinalizerClient, resource: Resource, obj: 
     once; :func:`remove_finalizer`'s errors.
     """
     name, namespace, uid = _identity(obj)
-    attempts = 0
-    while True:
+    first = True
+
+    async def attempt() -> Obj | None:
+        nonlocal first
+        if not first and await _reread(client, resource, name, namespace, uid) is None:
+            return None  # the 409 was the UID precondition: the object read is gone
+        first = False
         try:
-            deleted = await client.delete(resource, name, namespace, uid=uid)
-            break
+            return await client.delete(resource, name, namespace, uid=uid)
         except Exception as err:
-            attempts += 1
-            match _status(err):
-                case 404:
-                    return None
-                case 409 if attempts < _ATTEMPTS:
-                    if await _reread(client, resource, name, namespace, uid) is None:
-                        return None
-                case _:
-                    raise
+            if http_status(err) == 404:
+                return None
+            raise
+
+    deleted = await retry_on_conflict(attempt)
+    if deleted is None:
+        return None
     match deleted:
         case {"metadata": {"finalizers": [*held]}} if finalizer in held:
             return await remove_finalizer(client, resource, deleted, finalizer)
@@ -337,10 +330,9 @@ async def finalize(client: FinalizerClient, resource: Resource, obj: Obj, name: 
 
 
 
-def _status(err: Exception) -> int | None:
-    """The HTTP status a client error carries (see :class:`FinalizerClient`)."""
-    status = getattr(err, "status", None)
-    return status if isinstance(status, int) else None
+def _changed_since_read(err: BaseException) -> bool:
+    """404 NotFound, 409 Conflict, 422 Invalid (a failed ``test``): re-read and try again."""
+    return http_status(err) in _RETRY_ON
 
 
 def _finalizers(obj: Obj) -> list[str]:
@@ -374,10 +366,24 @@ async def _reread(client: FinalizerClient, resource: Resource, name: str,
     try:
         fresh = await client.get(resource, name, namespace)
     except Exception as err:
-        if _status(err) == 404:
+        if http_status(err) == 404:
             return None
         raise
     return fresh if (fresh.get("metadata") or {}).get("uid") == uid else None
+
+
+def _reads(client: FinalizerClient, resource: Resource,
+           obj: Obj) -> Callable[[], Awaitable[Obj | None]]:
+    """``obj`` on the first call, then a fresh read each call (None once it is gone)."""
+    name, namespace, uid = _identity(obj)
+    pending: list[Obj] = [obj]
+
+    async def read() -> Obj | None:
+        if pending:
+            return pending.pop()
+        return await _reread(client, resource, name, namespace, uid)
+
+    return read
 
 
 def finalizer_ops(obj: Obj, finalizer: str) -> list[Obj]:

@@ -97,7 +97,14 @@ from ._errors import (
 )
 from ._objects import Resource
 
-__all__ = ["LEASES", "LeaderElectionStatistics", "LeaderElector", "LeadershipLost"]
+__all__ = [
+    "LEASES",
+    "LeaderElection",
+    "LeaderElectionStatistics",
+    "LeaderElector",
+    "LeadershipLost",
+    "check_lease_timing",
+]
 
 LEASES: Final = Resource("coordination.k8s.io", "v1", "Lease", "leases")
 """The coordination.k8s.io/v1 ``leases`` resource."""
@@ -164,6 +171,54 @@ def _micro_time(seconds: float) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def check_lease_timing(lease_duration: float, renew_deadline: float,
+                       retry_period: float) -> None:
+    """Raise ValueError unless ``lease_duration > renew_deadline > 1.2 * retry_period > 0``.
+
+    That ordering is what keeps two holders from acting at once: a holder
+    gives up ``renew_deadline`` after its last good renewal, before anyone
+    may take over (``lease_duration`` after the last renewal they saw).
+    """
+    for label, seconds in (("lease_duration", lease_duration),
+                           ("renew_deadline", renew_deadline),
+                           ("retry_period", retry_period)):
+        if not 0 < seconds < math.inf:
+            raise ValueError(f"{label} must be a finite number greater than zero, "
+                             f"got {seconds!r}")
+    if lease_duration <= renew_deadline:
+        raise ValueError(f"lease_duration ({lease_duration}) must be greater than "
+                         f"renew_deadline ({renew_deadline})")
+    if renew_deadline <= retry_period * _JITTER_FACTOR:
+        raise ValueError(f"renew_deadline ({renew_deadline}) must be greater than "
+                         f"retry_period * {_JITTER_FACTOR} ({retry_period * _JITTER_FACTOR})")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LeaderElection:
+    """Run a manager's controllers on one replica at a time: the holder of Lease ``name``.
+
+    ``Manager(client, coordination=LeaderElection(name="my-operator"))``. The
+    Lease lives in ``namespace`` (default: the manager's namespace, else
+    ``"default"``). The timings are client-go's defaults and must satisfy
+    ``lease_duration > renew_deadline > 1.2 * retry_period > 0``
+    (ValueError otherwise): ``lease_duration`` is how long a standby waits,
+    after the last renewal it saw, before taking over; ``renew_deadline``
+    how long the leader keeps failing to renew before it steps down;
+    ``retry_period`` the wait between attempts.
+    """
+
+    name: str
+    namespace: str | None = None
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("LeaderElection needs the Lease's name")
+        check_lease_timing(self.lease_duration, self.renew_deadline, self.retry_period)
+
+
 class LeaderElector:
     """One candidate for the Lease ``namespace/name``; see the module docstring.
 
@@ -189,18 +244,7 @@ class LeaderElector:
         for label, value in (("name", name), ("namespace", namespace), ("identity", identity)):
             if not value:
                 raise ValueError(f"LeaderElector needs a non-empty {label}")
-        for label, seconds in (("lease_duration", lease_duration),
-                               ("renew_deadline", renew_deadline),
-                               ("retry_period", retry_period)):
-            if not 0 < seconds < math.inf:
-                raise ValueError(f"{label} must be a finite number greater than zero, "
-                                 f"got {seconds!r}")
-        if lease_duration <= renew_deadline:
-            raise ValueError(f"lease_duration ({lease_duration}) must be greater than "
-                             f"renew_deadline ({renew_deadline})")
-        if renew_deadline <= retry_period * _JITTER_FACTOR:
-            raise ValueError(f"renew_deadline ({renew_deadline}) must be greater than "
-                             f"retry_period * {_JITTER_FACTOR} ({retry_period * _JITTER_FACTOR})")
+        check_lease_timing(lease_duration, renew_deadline, retry_period)
         self._client = client
         self._name = name
         self._namespace = namespace

@@ -46,16 +46,16 @@ from ._cache_scope import CacheScope
 from ._client import Client
 from ._clock import Clock, SystemClock
 from ._controller import Controller
-from ._event_loop import backend_options
+from ._event_loop import event_loop_options
 from ._events import EventRecorder
 from ._expectations import Expectations, PrometheusExpectationMetrics
 from ._http_endpoints import EndpointsError, serve_endpoints, split_address
-from ._leaderelection import LeaderElector, LeadershipLost
+from ._leaderelection import LeaderElection, LeaderElector, LeadershipLost
 from ._metrics import (
-    CacheMetricsCollector,
-    ClientMetrics,
-    ControllerMetrics,
-    LeaderElectionMetrics,
+    PrometheusCacheMetrics,
+    PrometheusClientMetrics,
+    PrometheusLeaderElectionMetrics,
+    PrometheusReconcileMetrics,
 )
 from ._objects import Resource
 from ._queue_metrics import PrometheusQueueMetrics
@@ -82,22 +82,20 @@ class Manager:
                  namespace: str | None = None, http_addr: str | None = ":8080",
                  default_namespaces: Iterable[str] | None = None,
                  cache_scopes: Mapping[Resource, CacheScope] | None = None,
-                 leader_election: bool = False, leader_election_id: str | None = None,
-                 leader_election_namespace: str | None = None, identity: str | None = None,
-                 lease_duration: float = 15.0, renew_deadline: float = 10.0,
-                 retry_period: float = 2.0, graceful_shutdown_timeout: float = 30.0,
+                 coordination: LeaderElection | Sharding | None = None,
+                 identity: str | None = None, graceful_shutdown_timeout: float = 30.0,
                  cache_sync_timeout: float = 120.0, relist_period: float | None = None,
                  clock: Clock = _SYSTEM_CLOCK,
                  registry: CollectorRegistry | None = None,
-                 webhook_server: WebhookServer | None = None,
-                 sharding: Sharding | None = None) -> None:
+                 webhook_server: WebhookServer | None = None) -> None:
+        """``coordination`` says how replicas share the work: one leader at a time
+        (:class:`LeaderElection`), each its own shards (:class:`Sharding`), or
+        None: every replica reconciles everything (one replica only)."""
         if http_addr is not None:
             split_address(http_addr)  # fail now, not once running
-        if leader_election and not leader_election_id:
-            raise ValueError("leader_election needs leader_election_id (the Lease's name)")
-        if leader_election and sharding is not None:
-            raise ValueError("leader_election and sharding exclude each other: a sharded "
-                             "manager's replicas all reconcile, each its own shards")
+        if not isinstance(coordination, LeaderElection | Sharding | None):
+            raise TypeError("coordination must be a LeaderElection, a Sharding or None, "
+                            f"not {type(coordination).__name__}")
         self.name = name
         self.client = client
         self.clock = clock
@@ -109,9 +107,9 @@ class Manager:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.cache = Cache(client, namespace=namespace, default_namespaces=default_namespaces,
                            scopes=cache_scopes, clock=clock, relist_period=relist_period)
-        CacheMetricsCollector(self.registry, self.cache.statistics)
+        PrometheusCacheMetrics(self.registry, self.cache.statistics)
         client.add_request_observer(
-            ClientMetrics(self.registry, _host_of(client)).observe)
+            PrometheusClientMetrics(self.registry, _host_of(client)).observe)
         self.events = EventRecorder(client, component=name, clock=clock)
         self.webhook_server = webhook_server
         if webhook_server is not None:
@@ -120,26 +118,29 @@ class Manager:
         # Unique per manager, as controller-runtime's hostname_UUID: two managers in one
         # process (or two processes with one hostname) must never share an identity.
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.coordination = coordination
         self.elector: LeaderElector | None = None
-        if leader_election:
-            assert leader_election_id is not None
-            leader_metrics = LeaderElectionMetrics(self.registry, leader_election_id)
-            self.elector = LeaderElector(
-                client, name=leader_election_id,
-                namespace=leader_election_namespace or namespace or "default",
-                identity=self.identity, lease_duration=lease_duration,
-                renew_deadline=renew_deadline, retry_period=retry_period, clock=clock,
-                on_change=leader_metrics.set_leader)
-        self.sharding = sharding
         self.ring: ShardRing | None = None
         self._shards: ShardedControllers | None = None
-        if sharding is not None:
-            self.ring = ShardRing(client, name=sharding.name, namespace=sharding.namespace,
-                                  identity=self.identity, shards=sharding.shards,
-                                  lease_duration=lease_duration, renew_deadline=renew_deadline,
-                                  retry_period=retry_period,
-                                  graceful_stop=graceful_shutdown_timeout, clock=clock)
-            ShardMetricsCollector(self.registry, self.ring, sharding, self.controllers)
+        match coordination:
+            case LeaderElection() as election:
+                leader_metrics = PrometheusLeaderElectionMetrics(self.registry, election.name)
+                self.elector = LeaderElector(
+                    client, name=election.name,
+                    namespace=election.namespace or namespace or "default",
+                    identity=self.identity, lease_duration=election.lease_duration,
+                    renew_deadline=election.renew_deadline,
+                    retry_period=election.retry_period, clock=clock,
+                    on_change=leader_metrics.set_leader)
+            case Sharding() as sharding:
+                self.ring = ShardRing(
+                    client, name=sharding.name, namespace=sharding.namespace,
+                    identity=self.identity, shards=sharding.shards,
+                    lease_duration=sharding.lease_duration,
+                    renew_deadline=sharding.renew_deadline,
+                    retry_period=sharding.retry_period,
+                    graceful_stop=graceful_shutdown_timeout, clock=clock)
+                ShardMetricsCollector(self.registry, self.ring, sharding, self.controllers)
         self._stop = anyio.Event()
         self._started = anyio.Event()  # controllers running
         self._synced = False
@@ -162,7 +163,7 @@ class Manager:
         controller = Controller(
             name, reconciler, self.cache, max_concurrent_reconciles=max_concurrent_reconciles,
             rate_limiter=rate_limiter, reconcile_timeout=reconcile_timeout, clock=self.clock,
-            metrics=ControllerMetrics(self.registry, name),
+            metrics=PrometheusReconcileMetrics(self.registry, name),
             queue_metrics=PrometheusQueueMetrics(self.registry, name))
         self.add(controller)
         return controller
@@ -228,8 +229,8 @@ class Manager:
             await tg.start(serve_endpoints, self.http_addr, self.registry, self.ready,
                            self._set_port)
         tg.start_soon(self.events.run)
-        if self.ring is not None and self.sharding is not None:
-            self._shards = ShardedControllers(self.ring, self.sharding, self.controllers)
+        if self.ring is not None and isinstance(self.coordination, Sharding):
+            self._shards = ShardedControllers(self.ring, self.coordination, self.controllers)
             self._shards.attach(self.cache)  # the cache syncs empty: no shard held yet
         if self.webhook_server is not None:  # before the caches: conversion webhooks
             await tg.start(serve_webhooks, self.client, self.webhook_server)
@@ -354,7 +355,7 @@ class Manager:
         everything inside one ``async def main()`` and ``await manager.serve()``
         when you create the client asynchronously.
         """
-        return anyio.run(self.serve, backend="asyncio", backend_options=backend_options())
+        return anyio.run(self.serve, backend="asyncio", backend_options=event_loop_options())
 
     async def _stop_on_signal(self) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

@@ -31,8 +31,8 @@ from prometheus_client.registry import Collector
 from ._client_transport import RequestRecord
 from ._informer import InformerStatistics
 
-__all__ = ["CacheMetricsCollector", "ClientMetrics", "ControllerMetrics",
-           "LeaderElectionMetrics"]
+__all__ = ["PrometheusCacheMetrics", "PrometheusClientMetrics", "PrometheusReconcileMetrics",
+           "PrometheusLeaderElectionMetrics"]
 
 # controller-runtime's buckets for controller_runtime_reconcile_time_seconds.
 RECONCILE_TIME_BUCKETS: Final = (
@@ -145,7 +145,7 @@ _leader_families: weakref.WeakKeyDictionary[CollectorRegistry, tuple[Gauge, set[
     weakref.WeakKeyDictionary())
 
 
-class ControllerMetrics:
+class PrometheusReconcileMetrics:
     """controller-runtime's ``controller_runtime_*`` metrics for one controller.
 
     Every series carries ``controller=<controller>``:
@@ -186,7 +186,7 @@ class ControllerMetrics:
     at 0 and exists for dashboards and alerts written for controller-runtime.
 
     Any number of controllers may share one ``registry``; a second
-    ``ControllerMetrics`` with the same ``controller`` on it raises ValueError.
+    ``PrometheusReconcileMetrics`` with the same ``controller`` on it raises ValueError.
     """
 
     __slots__ = ("_active", "_errors", "_max_concurrent", "_retries", "_terminal", "_time",
@@ -254,10 +254,10 @@ class ControllerMetrics:
         self._retries.observe(n)
 
     def __repr__(self) -> str:
-        return f"ControllerMetrics(controller={self.controller!r})"
+        return f"PrometheusReconcileMetrics(controller={self.controller!r})"
 
 
-class LeaderElectionMetrics:
+class PrometheusLeaderElectionMetrics:
     """``leader_election_master_status{name}``: 1 while this process leads lease ``name``, else 0.
 
     The series exists from construction at 0 (a standby reports 0, so
@@ -293,10 +293,10 @@ class LeaderElectionMetrics:
         self._child.set(1 if leading else 0)
 
     def __repr__(self) -> str:
-        return f"LeaderElectionMetrics(name={self.name!r})"
+        return f"PrometheusLeaderElectionMetrics(name={self.name!r})"
 
 
-class CacheMetricsCollector(Collector):
+class PrometheusCacheMetrics(Collector):
     """Informer health computed at scrape time from ``statistics()`` (``Cache.statistics``).
 
     Registers itself on ``registry`` and reports, per ``resource``
@@ -375,7 +375,7 @@ class CacheMetricsCollector(Collector):
         yield from (objects, held, relists, restarts, dead, age, synced, open_)
 
     def __repr__(self) -> str:
-        return f"CacheMetricsCollector({self._statistics!r})"
+        return f"PrometheusCacheMetrics({self._statistics!r})"
 
 
 class _Row:
@@ -415,7 +415,7 @@ def _merge(statistics: Iterable[InformerStatistics]) -> dict[str, _Row]:
     return rows
 
 
-class ClientMetrics:
+class PrometheusClientMetrics:
     """Every request the manager's client sends, as a request observer counts it.
 
     ``rest_client_requests_total{code, method, host}`` is client-go's (what

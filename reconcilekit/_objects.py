@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
-__all__ = ["ObjectKey", "Resource", "object_key"]
+__all__ = ["Obj", "ObjectKey", "Resource", "object_key"]
+
+Obj: TypeAlias = dict[str, Any]
+"""A Kubernetes object as decoded JSON (``apiVersion``, ``kind``, ``metadata``, ...)."""
 
 
 @dataclass(frozen=True, slots=True)

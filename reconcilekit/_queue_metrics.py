@@ -23,7 +23,7 @@ DURATION_BUCKETS: Final = (
 
 
 class QueueMetrics:
-    """The hooks a :class:`~reconcilekit.WorkQueue` calls; all of them do nothing here.
+    """The hooks a :class:`~reconcilekit.workqueue.WorkQueue` calls; all of them do nothing here.
 
     Subclass and override what you need. The queue calls:
 

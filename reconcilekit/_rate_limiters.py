@@ -3,7 +3,7 @@
 The limiters and their defaults are client-go's
 (``k8s.io/client-go/util/workqueue/default_rate_limiters.go``), with delays in
 seconds as floats. A limiter is consulted by
-:meth:`reconcilekit.WorkQueue.add_rate_limited`; :meth:`~RateLimiter.forget`
+:meth:`reconcilekit.workqueue.WorkQueue.add_rate_limited`; :meth:`~RateLimiter.forget`
 is called when a key succeeds.
 
 None of them is safe to share between threads; all of them are safe to share

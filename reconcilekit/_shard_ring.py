@@ -5,7 +5,7 @@ The key space (the 64-bit hash of each object's namespace or uid, see
 fixed for the life of the ring. Each shard has a Lease,
 ``<ring>-shard-<i>``; a replica works on the keys of a shard only while it
 holds that shard's Lease, with exactly the timing discipline of leader
-election (:class:`~reconcilekit.LeaderElector`, one per shard). Membership
+election (:class:`~reconcilekit.lowlevel.LeaderElector`, one per shard). Membership
 is a Lease per replica, ``<ring>-member-<digest of identity>``, renewed like
 any other; the live members are those whose member Lease was seen to change
 within ``lease_duration``.

@@ -1,6 +1,6 @@
 """A manager's controllers as one member of a :class:`~reconcilekit._shard_ring.ShardRing`.
 
-``Manager(sharding=Sharding(name="my-operator"))`` runs the manager's
+``Manager(coordination=Sharding(name="my-operator"))`` runs the manager's
 controllers on the keys of the shards this replica holds, instead of on
 every key with one leader (the two are exclusive). A request's shard key is
 the 64-bit FNV-1a hash of its namespace (``key="namespace"``, the default:
@@ -48,6 +48,7 @@ from prometheus_client.registry import Collector
 from ._cache import Cache
 from ._controller import Controller
 from ._informer import Informer
+from ._leaderelection import check_lease_timing
 from ._objects import ObjectKey
 from ._reconciler import Request
 from ._shard_ring import ShardRing
@@ -65,12 +66,17 @@ class Sharding:
     ``shards``: how many equal ranges the key space is cut into (every
     replica must use the same number; more shards balance more finely and
     cost more Lease renewals). ``key``: ``"namespace"`` or ``"uid"``.
+    ``lease_duration``, ``renew_deadline``, ``retry_period``: the member and
+    shard Leases' timings, as :class:`~reconcilekit.LeaderElection`'s.
     """
 
     name: str
     namespace: str = "default"
     shards: int = 16
     key: Literal["namespace", "uid"] = "namespace"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -79,6 +85,7 @@ class Sharding:
             raise ValueError(f"Sharding key must be 'namespace' or 'uid', not {self.key!r}")
         if not 1 <= self.shards <= 1024:
             raise ValueError(f"shards must be 1 to 1024, got {self.shards}")
+        check_lease_timing(self.lease_duration, self.renew_deadline, self.retry_period)
 
     @property
     def field(self) -> str:

@@ -29,12 +29,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ._client import Client
+from ._conflict_retry import retry_on_conflict
 from ._errors import AlreadyExists, Conflict, NotFound
-from ._objects import Resource
+from ._objects import Obj, Resource
 
 __all__ = ["Mutate", "Outcome", "create_or_patch", "create_or_update", "merge_patch"]
 
-Obj = dict[str, Any]
 Mutate = Callable[[Obj], Awaitable[None] | None]
 
 
@@ -65,22 +65,16 @@ async def create_or_patch(client: Client, resource: Resource, name: str,
 
 async def _converge(client: Client, resource: Resource, name: str, namespace: str | None,
                     mutate: Mutate, attempts: int, *, patch: bool) -> tuple[Outcome, Obj]:
-    if attempts < 1:
-        raise ValueError(f"attempts must be >= 1, got {attempts}")
     ns = namespace if resource.namespaced else None
-    for attempt in range(1, attempts + 1):
+
+    async def attempt() -> tuple[Outcome, Obj]:
         try:
             current = await client.get(resource, name, ns)
         except NotFound:
             fresh: Obj = {"apiVersion": resource.api_version, "kind": resource.kind,
                           "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
             await _mutate(mutate, fresh, name, ns)
-            try:
-                return Outcome.CREATED, await client.create(resource, fresh, ns)
-            except AlreadyExists:
-                if attempt == attempts:
-                    raise
-                continue  # created meanwhile: read it and mutate that
+            return Outcome.CREATED, await client.create(resource, fresh, ns)
         before = copy.deepcopy(current)
         await _mutate(mutate, current, name, ns)
         if current == before:
@@ -88,12 +82,13 @@ async def _converge(client: Client, resource: Resource, name: str, namespace: st
         if patch:
             diff = merge_patch(before, current)
             return Outcome.UPDATED, await client.patch(resource, name, diff, ns)
-        try:
-            return Outcome.UPDATED, await client.update(resource, current)
-        except Conflict:
-            if attempt == attempts:
-                raise
-    raise AssertionError("unreachable")  # every path of the last attempt returns or raises
+        return Outcome.UPDATED, await client.update(resource, current)
+
+    # A 409 means the object changed since the read; AlreadyExists, that it was
+    # created meanwhile: either way, read it again and mutate that.
+    return await retry_on_conflict(
+        attempt, attempts=attempts,
+        retriable=lambda err: isinstance(err, Conflict | AlreadyExists))
 
 
 async def _mutate(mutate: Mutate, obj: Obj, name: str, namespace: str | None) -> None:

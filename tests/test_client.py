@@ -32,17 +32,16 @@ from reconcilekit import (
     Invalid,
     MethodNotAllowed,
     NotFound,
-    RequestRecord,
     Resource,
     RetryPolicy,
     ServerError,
     TooManyRequests,
     Unauthorized,
     UnsupportedMediaType,
-    WriteRecord,
-    error_from_status,
 )
 from reconcilekit._client_transport import request_labels
+from reconcilekit.lowlevel import error_from_status
+from reconcilekit.metrics import RequestRecord, WriteRecord
 from reconcilekit.testing import Cluster
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")

@@ -18,7 +18,6 @@ from reconcilekit import (
     Client,
     Conflict,
     Controller,
-    ItemExponentialFailureRateLimiter,
     Reconciler,
     Request,
     Resource,
@@ -31,6 +30,7 @@ from reconcilekit import (
     labels_changed,
 )
 from reconcilekit.testing import Cluster, FakeClock, eventually
+from reconcilekit.workqueue import ItemExponentialFailureRateLimiter
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 

@@ -27,9 +27,8 @@ from reconcilekit import (
     TooManyRequests,
     Unauthorized,
     UnsupportedMediaType,
-    error_from_response,
-    error_from_status,
 )
+from reconcilekit.lowlevel import error_from_response, error_from_status
 
 
 def status(code: int, reason: str, message: str = "m", **extra: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from reconcilekit import event_loop_options
+from reconcilekit.lowlevel import event_loop_options
 
 
 def test_uvloop_when_installed_unless_asyncio_is_asked_for(

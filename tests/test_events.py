@@ -10,7 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-from reconcilekit import Client, EventRecorder, EventRecorderStatistics, Resource
+from reconcilekit import Client, EventRecorder, Resource
+from reconcilekit.metrics import EventRecorderStatistics
 from reconcilekit.testing import Cluster, FakeClock, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")

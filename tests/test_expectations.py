@@ -7,12 +7,8 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from reconcilekit import (
-    ExpectationMetrics,
-    Expectations,
-    PrometheusExpectationMetrics,
-    ResourceVersionExpectations,
-)
+from reconcilekit import Expectations, ResourceVersionExpectations
+from reconcilekit.metrics import ExpectationMetrics, PrometheusExpectationMetrics
 from reconcilekit.testing import FakeClock
 
 LOGGER = "reconcilekit.expectations"

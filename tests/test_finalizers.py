@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from reconcilekit import (
+from reconcilekit import Resource
+from reconcilekit.finalizers import (
     CleanupDone,
     CleanupNotDone,
     CleanupResult,
     FinalizeAction,
     FinalizerResult,
-    Resource,
     add_finalizer,
     delete_then_release,
     finalize,

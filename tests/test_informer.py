@@ -22,15 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconcilekit import (
-    Backoff,
-    Client,
-    EventHandler,
-    Informer,
-    ObjectKey,
-    Resource,
-    strip_managed_fields,
-)
+from reconcilekit import Client, EventHandler, ObjectKey, Resource, strip_managed_fields
+from reconcilekit.lowlevel import Backoff, Informer
 from reconcilekit.testing import APIServer, Cluster, FakeClock, TCPProxy, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")

@@ -20,7 +20,8 @@ import anyio
 import pytest
 from kubernetes_asyncio.client import Configuration
 
-from reconcilekit import LEASES, Client, LeaderElector, LeadershipLost
+from reconcilekit import Client, LeadershipLost
+from reconcilekit.lowlevel import LEASES, LeaderElector
 from reconcilekit.testing import Cluster, FakeClock
 
 NAME = "my-controller"

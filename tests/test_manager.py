@@ -23,12 +23,14 @@ from reconcilekit import (
     CacheSyncTimeout,
     Client,
     EndpointsError,
+    LeaderElection,
     Manager,
     NotFound,
     Reconciler,
     Request,
     Resource,
     Result,
+    Sharding,
 )
 from reconcilekit.testing import Cluster, FakeClock, eventually
 
@@ -191,8 +193,7 @@ async def test_only_the_leader_reconciles_and_a_standby_takes_over(apiserver: Cl
 
     def make(who: str) -> Manager:
         manager = Manager(client, namespace=ns, http_addr=None, clock=clock,
-                          leader_election=True, leader_election_id="demo-lock",
-                          identity=who)
+                          coordination=LeaderElection(name="demo-lock"), identity=who)
         manager.controller().for_(CONFIGMAPS).complete(Tracking(who))
         return manager
 
@@ -262,7 +263,7 @@ async def test_a_lost_lease_stops_reconciling_and_fails_the_run(apiserver: Clust
             return Result.done()
 
     manager = Manager(client, namespace=ns, http_addr=None, clock=clock,
-                      leader_election=True, leader_election_id="lost-lock", identity="me")
+                      coordination=LeaderElection(name="lost-lock"), identity="me")
     manager.controller().for_(CONFIGMAPS).complete(Noop())
     outcome: list[BaseException] = []
 
@@ -321,8 +322,8 @@ async def test_readyz_reports_a_failing_watch_and_expectation_timeouts_are_count
 async def test_managers_get_distinct_default_identities(client: Client) -> None:
     """Two managers in one process once shared hostname_pid and both led (the chaos
     suite found it: two leaders reconciled the same keys at once)."""
-    one = Manager(client, http_addr=None, leader_election=True, leader_election_id="x")
-    two = Manager(client, http_addr=None, leader_election=True, leader_election_id="x")
+    one = Manager(client, http_addr=None, coordination=LeaderElection(name="x"))
+    two = Manager(client, http_addr=None, coordination=LeaderElection(name="x"))
     assert one.identity != two.identity
 
 
@@ -380,3 +381,24 @@ async def test_start_raises_what_ended_the_manager(client: Client) -> None:
             await Manager(client, http_addr=taken).start()
         blocker.stop()
     await Manager(client, http_addr=None).shutdown()  # never started: nothing to do
+
+
+async def test_coordination_is_one_leader_or_shards_never_both(client: Client) -> None:
+    """How replicas share the work is one option: a LeaderElection or a Sharding (they
+    exclude each other by construction); anything else is refused with its type named."""
+    leading = Manager(client, http_addr=None, coordination=LeaderElection(name="x"))
+    assert leading.elector is not None and leading.ring is None
+    sharded = Manager(client, http_addr=None, coordination=Sharding(name="ring"))
+    assert sharded.ring is not None and sharded.elector is None
+    with pytest.raises(TypeError, match="LeaderElection, a Sharding or None, not bool"):
+        Manager(client, http_addr=None, coordination=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("options", [LeaderElection, Sharding])
+def test_lease_timings_are_checked_when_the_options_are_built(
+        options: type[LeaderElection] | type[Sharding]) -> None:
+    with pytest.raises(ValueError, match=r"lease_duration \(5\) must be greater than "
+                                         r"renew_deadline \(10.0\)"):
+        options(name="x", lease_duration=5)
+    with pytest.raises(ValueError, match="needs the"):
+        options(name="")

@@ -10,14 +10,12 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconcilekit import (
-    Cache,
-    CacheMetricsCollector,
-    Client,
-    ControllerMetrics,
+from reconcilekit import Cache, Client, Resource
+from reconcilekit.metrics import (
     InformerStatistics,
-    LeaderElectionMetrics,
-    Resource,
+    PrometheusCacheMetrics,
+    PrometheusLeaderElectionMetrics,
+    PrometheusReconcileMetrics,
 )
 from reconcilekit.testing import Cluster
 
@@ -48,7 +46,7 @@ def value(registry: CollectorRegistry, sample: str, /, **labels: str) -> float |
 
 def test_controller_series_exist_from_the_start_with_controller_runtime_names() -> None:
     registry = CollectorRegistry()
-    ControllerMetrics(registry, "web")
+    PrometheusReconcileMetrics(registry, "web")
     families = scrape(registry)
     assert {name: (kind, help_) for name, (kind, help_, _) in families.items()} == {
         "controller_runtime_reconcile": (
@@ -85,16 +83,16 @@ def test_controller_series_exist_from_the_start_with_controller_runtime_names() 
 
 def test_no_created_series_are_exported() -> None:
     registry = CollectorRegistry()
-    metrics = ControllerMetrics(registry, "web")
+    metrics = PrometheusReconcileMetrics(registry, "web")
     metrics.observe("success", 0.1)
     metrics.observe_retries(2)
-    LeaderElectionMetrics(registry, "lease")
+    PrometheusLeaderElectionMetrics(registry, "lease")
     assert "_created" not in generate_latest(registry).decode()
 
 
 def test_observe_counts_the_result_and_times_it_in_controller_runtime_buckets() -> None:
     registry = CollectorRegistry()
-    metrics = ControllerMetrics(registry, "web")
+    metrics = PrometheusReconcileMetrics(registry, "web")
     metrics.observe("requeue_after", 0.3)
     metrics.observe("success", 0.004)
     assert value(registry, "controller_runtime_reconcile_total",
@@ -113,7 +111,7 @@ def test_observe_counts_the_result_and_times_it_in_controller_runtime_buckets() 
 
 def test_unknown_result_raises_instead_of_making_a_new_series() -> None:
     registry = CollectorRegistry()
-    metrics = ControllerMetrics(registry, "web")
+    metrics = PrometheusReconcileMetrics(registry, "web")
     with pytest.raises(ValueError, match="result must be one of"):
         metrics.observe("failure", 1.0)
     assert value(registry, "controller_runtime_reconcile_total",
@@ -124,7 +122,7 @@ def test_unknown_result_raises_instead_of_making_a_new_series() -> None:
 
 def test_each_error_method_counts_its_own_family() -> None:
     registry = CollectorRegistry()
-    metrics = ControllerMetrics(registry, "web")
+    metrics = PrometheusReconcileMetrics(registry, "web")
     metrics.error()
     metrics.terminal_error()
     metrics.error()
@@ -138,7 +136,7 @@ def test_each_error_method_counts_its_own_family() -> None:
 
 def test_workers_gauges_follow_started_finished_and_max_concurrent() -> None:
     registry = CollectorRegistry()
-    metrics = ControllerMetrics(registry, "web")
+    metrics = PrometheusReconcileMetrics(registry, "web")
     metrics.set_max_concurrent(4)
     metrics.worker_started()
     metrics.worker_started()
@@ -150,7 +148,7 @@ def test_workers_gauges_follow_started_finished_and_max_concurrent() -> None:
 
 def test_retries_histogram_is_per_controller_never_per_key() -> None:
     registry = CollectorRegistry()
-    metrics = ControllerMetrics(registry, "web")
+    metrics = PrometheusReconcileMetrics(registry, "web")
     for n in (1, 3, 3, 40):
         metrics.observe_retries(n)
     with pytest.raises(ValueError, match="retries must be >= 0"):
@@ -167,7 +165,8 @@ def test_retries_histogram_is_per_controller_never_per_key() -> None:
 
 def test_two_controllers_share_one_registry_and_a_duplicate_name_raises() -> None:
     registry = CollectorRegistry()
-    web, db = ControllerMetrics(registry, "web"), ControllerMetrics(registry, "db")
+    web = PrometheusReconcileMetrics(registry, "web")
+    db = PrometheusReconcileMetrics(registry, "db")
     web.observe("success", 0.1)
     db.observe("error", 0.2)
     db.error()
@@ -177,17 +176,17 @@ def test_two_controllers_share_one_registry_and_a_duplicate_name_raises() -> Non
     assert len(samples) == 8
     assert value(registry, "controller_runtime_reconcile_errors_total", controller="web") == 0
     with pytest.raises(ValueError, match="'web' already reports to this registry"):
-        ControllerMetrics(registry, "web")
+        PrometheusReconcileMetrics(registry, "web")
     other = CollectorRegistry()
-    ControllerMetrics(other, "web")  # the same name on another registry is another manager
+    PrometheusReconcileMetrics(other, "web")  # the same name on another registry is another manager
     assert value(other, "controller_runtime_reconcile_total",
                  controller="web", result="success") == 0
 
 
 def test_leader_gauge_is_zero_until_leading_and_back_to_zero_on_loss() -> None:
     registry = CollectorRegistry()
-    leader = LeaderElectionMetrics(registry, "web-lock")
-    LeaderElectionMetrics(registry, "db-lock")
+    leader = PrometheusLeaderElectionMetrics(registry, "web-lock")
+    PrometheusLeaderElectionMetrics(registry, "db-lock")
     family = scrape(registry)["leader_election_master_status"]
     assert family[0] == "gauge"
     assert family[1].startswith("Gauge of if the reporting system is master of the relevant "
@@ -199,7 +198,7 @@ def test_leader_gauge_is_zero_until_leading_and_back_to_zero_on_loss() -> None:
     leader.set_leader(False)
     assert value(registry, "leader_election_master_status", name="web-lock") == 0
     with pytest.raises(ValueError, match="'web-lock' already reports"):
-        LeaderElectionMetrics(registry, "web-lock")
+        PrometheusLeaderElectionMetrics(registry, "web-lock")
 
 
 def informer(resource: str, **changes: object) -> InformerStatistics:
@@ -214,7 +213,7 @@ def test_cache_collector_reads_statistics_at_scrape_time() -> None:
     stats = [informer("pods/v1", objects=3, synced=True, relists=1, watch_restarts=4,
                       dead_watches=1, last_event_age=2.5, watching=True, bytes=2048),
              informer("leases.coordination.k8s.io/v1")]
-    CacheMetricsCollector(registry, lambda: stats)
+    PrometheusCacheMetrics(registry, lambda: stats)
     families = scrape(registry)
     assert {name: kind for name, (kind, _, _) in families.items()} == {
         "reconcilekit_cache_objects": "gauge",
@@ -256,7 +255,7 @@ def test_cache_collector_merges_informers_of_one_resource_into_one_series() -> N
                       last_event_age=9.0, watching=True),
              informer("pods/v1", objects=4, synced=True, relists=2, watch_restarts=1,
                       dead_watches=1, last_event_age=1.0, watching=False)]
-    CacheMetricsCollector(registry, lambda: stats)
+    PrometheusCacheMetrics(registry, lambda: stats)
     assert value(registry, "reconcilekit_cache_objects", resource="pods/v1") == 5
     assert value(registry, "reconcilekit_cache_relists_total", resource="pods/v1") == 3
     assert value(registry, "reconcilekit_watch_restarts_total", resource="pods/v1") == 3
@@ -271,9 +270,9 @@ def test_cache_collector_merges_informers_of_one_resource_into_one_series() -> N
 
 def test_second_cache_collector_on_a_registry_raises() -> None:
     registry = CollectorRegistry()
-    CacheMetricsCollector(registry, list)
+    PrometheusCacheMetrics(registry, list)
     with pytest.raises(ValueError, match="Duplicated timeseries"):
-        CacheMetricsCollector(registry, list)
+        PrometheusCacheMetrics(registry, list)
 
 
 @pytest.fixture
@@ -289,7 +288,7 @@ async def test_cache_collector_reports_a_running_cache(apiserver: Cluster,
     cache = Cache(client, namespace=apiserver.namespace)
     cache.informer_for(CONFIGMAPS)
     registry = CollectorRegistry()
-    CacheMetricsCollector(registry, cache.statistics)
+    PrometheusCacheMetrics(registry, cache.statistics)
     assert value(registry, "reconcilekit_cache_synced", resource="configmaps/v1") == 0
     async with anyio.create_task_group() as tg:
         await tg.start(cache.run)

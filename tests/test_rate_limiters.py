@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconcilekit import (
+from reconcilekit.testing import FakeClock
+from reconcilekit.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
@@ -14,7 +15,6 @@ from reconcilekit import (
     RateLimiter,
     default_controller_rate_limiter,
 )
-from reconcilekit.testing import FakeClock
 
 
 def test_exponential_doubles_from_base_delay_to_the_cap() -> None:

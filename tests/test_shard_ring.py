@@ -17,9 +17,10 @@ import anyio
 import anyio.abc
 import pytest
 
-from reconcilekit import Client, shard_of
+from reconcilekit import Client
 from reconcilekit._shard_ring import LEASES, ShardRing, assign
 from reconcilekit._shard_selector import KEY_SPACE, shard_range
+from reconcilekit.sharding import shard_of
 from reconcilekit.testing import Cluster, FakeClock
 
 SHARDS = 16

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconcilekit import ShardSelector, ShardSelectorError, fnv1a64, shard_key
 from reconcilekit._shard_selector import KEY_SPACE, shard_ranges
+from reconcilekit.sharding import ShardSelector, ShardSelectorError, fnv1a64, shard_key
 
 UID = "object.metadata.uid"
 NS = "object.metadata.namespace"

@@ -16,17 +16,8 @@ import pytest
 from prometheus_client import generate_latest
 from test_shard_ring import quiet, run_until
 
-from reconcilekit import (
-    Client,
-    Manager,
-    Reconciler,
-    Request,
-    Resource,
-    Result,
-    Sharding,
-    fnv1a64,
-    shard_of,
-)
+from reconcilekit import Client, Manager, Reconciler, Request, Resource, Result, Sharding
+from reconcilekit.sharding import fnv1a64, shard_of
 from reconcilekit.testing import Cluster, FakeClock, eventually
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
@@ -112,7 +103,7 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
     managers = {}
     for who in ("a", "b", "c"):
         manager = Manager(client, http_addr=None, clock=clock, identity=who,
-                          sharding=sharding, default_namespaces=namespaces)
+                          coordination=sharding, default_namespaces=namespaces)
         manager.controller().for_(CONFIGMAPS).complete(Recording(who, ledger))
         managers[who] = manager
     wanted = {Request(ns, "settings") for ns in namespaces}

@@ -11,7 +11,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from reconcilekit import ObjectKey, Store
+from reconcilekit import ObjectKey
+from reconcilekit.lowlevel import Store
 
 
 def _pod(ns: str, name: str, node: str = "", app: str = "") -> dict[str, Any]:

@@ -11,16 +11,14 @@ import anyio
 import pytest
 from prometheus_client import CollectorRegistry
 
-from reconcilekit import (
+from reconcilekit.metrics import PrometheusQueueMetrics, QueueMetrics, QueueStatistics
+from reconcilekit.testing import FakeClock
+from reconcilekit.workqueue import (
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
-    PrometheusQueueMetrics,
-    QueueMetrics,
     QueueShutDown,
-    QueueStatistics,
     WorkQueue,
 )
-from reconcilekit.testing import FakeClock
 
 Log = list[tuple[float, str]]
 

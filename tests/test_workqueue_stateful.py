@@ -33,13 +33,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from prometheus_client import CollectorRegistry
 
-from reconcilekit import (
-    ItemExponentialFailureRateLimiter,
-    PrometheusQueueMetrics,
-    QueueShutDown,
-    WorkQueue,
-)
+from reconcilekit.metrics import PrometheusQueueMetrics
 from reconcilekit.testing import FakeClock
+from reconcilekit.workqueue import ItemExponentialFailureRateLimiter, QueueShutDown, WorkQueue
 
 KEYS = st.sampled_from("abcde")
 DELAYS = st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 5.0])

@@ -1,7 +1,7 @@
 """The CNClaim controller: bind a claim to one Idle CN Pod, keep it bound, migrate, release.
 
 Expected flow of :meth:`ClaimReconciler.reconcile` (through
-:func:`reconcilekit.finalize` once the claim carries its finalizer):
+:func:`reconcilekit.finalizers.finalize` once the claim carries its finalizer):
 
 1. Not bound (no ``spec.podName``): :meth:`~ClaimReconciler.bind`. First a
    Pod already labelled as ours is adopted (a binding whose claim write was
@@ -9,7 +9,7 @@ Expected flow of :meth:`ClaimReconciler.reconcile` (through
    last first, then the oldest, is updated with its resourceVersion to carry
    ``claimed-by=<claim>``. A 409 means another claim took it: try the next.
    Then one JSON patch writes ``spec.podName``/``spec.nodeName`` and, on a
-   claim that has none yet, the finalizer (:func:`reconcilekit.finalizer_ops`):
+   claim that has none yet, the finalizer (:func:`reconcilekit.finalizers.finalizer_ops`):
    three writes per binding, not four. Then ``status.phase=Bound``. No Pod
    free: the claim stays Pending (or Lost), and an Idle Pod's event wakes it.
 
@@ -54,8 +54,6 @@ from typing import Any, Final
 
 from reconcilekit import (
     Cache,
-    CleanupDone,
-    CleanupResult,
     Client,
     Conflict,
     EventRecorder,
@@ -66,9 +64,8 @@ from reconcilekit import (
     Reservations,
     Result,
     TerminalError,
-    finalize,
-    finalizer_ops,
 )
+from reconcilekit.finalizers import CleanupDone, CleanupResult, finalize, finalizer_ops
 
 from .index import Indexes
 from .pods import drop_claim_label, release, take

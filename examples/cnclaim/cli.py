@@ -30,13 +30,8 @@ from collections.abc import Sequence
 
 import anyio
 
-from reconcilekit import (
-    APIConnectionError,
-    APIError,
-    Client,
-    configure_logging,
-    event_loop_options,
-)
+from reconcilekit import APIConnectionError, APIError, Client, configure_logging
+from reconcilekit.lowlevel import event_loop_options
 from reconcilekit.webhook import CertificateFiles, WebhookServer
 
 from .admission import add_claim_webhook, own_username

@@ -30,6 +30,7 @@ from reconcilekit import (
     AlreadyExists,
     Client,
     Forbidden,
+    LeaderElection,
     Manager,
     NotFound,
     Predicate,
@@ -104,19 +105,22 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions(),
     """
     if options.workers < 1:
         raise ValueError(f"workers must be >= 1, got {options.workers}")
+    timings = {"lease_duration": options.lease_duration,
+               "renew_deadline": options.renew_deadline, "retry_period": options.retry_period}
+    coordination: LeaderElection | Sharding | None = None
+    if options.shard_ring is not None:
+        coordination = Sharding(name=options.shard_ring, shards=options.shards,
+                                key=options.shard_key,
+                                namespace=options.leader_election_namespace
+                                or options.namespace or "default", **timings)
+    elif options.leader_election:
+        coordination = LeaderElection(name=LEASE_NAME,
+                                      namespace=options.leader_election_namespace, **timings)
     manager = Manager(client, name="cnclaim-operator", namespace=options.namespace,
-                      http_addr=options.http_addr, leader_election=options.leader_election,
-                      leader_election_id=LEASE_NAME,
-                      leader_election_namespace=options.leader_election_namespace,
-                      lease_duration=options.lease_duration,
-                      renew_deadline=options.renew_deadline, retry_period=options.retry_period,
+                      http_addr=options.http_addr, coordination=coordination,
                       graceful_shutdown_timeout=options.graceful_shutdown_timeout,
                       relist_period=options.relist_period, webhook_server=webhook_server,
-                      identity=options.identity, sharding=None if options.shard_ring is None
-                      else Sharding(name=options.shard_ring, shards=options.shards,
-                                    key=options.shard_key,
-                                    namespace=options.leader_election_namespace
-                                    or options.namespace or "default"))
+                      identity=options.identity)
     cache, events = manager.cache, manager.events
     index = Indexes(cache)
     pool_expectations = manager.expectations("cnpool", timeout=options.expectations_timeout)

@@ -18,7 +18,8 @@ from typing import Any, Final
 
 import anyio
 
-from reconcilekit import AlreadyExists, APIError, Client, EventHandler, Informer, NotFound
+from reconcilekit import AlreadyExists, APIError, Client, EventHandler, NotFound
+from reconcilekit.lowlevel import Informer
 
 from .resources import (
     CLAIMED_BY_LABEL,

@@ -24,8 +24,9 @@ from typing import Final
 
 import anyio
 
-from reconcilekit import AlreadyExists, Client, NotFound, Resource, fnv1a64
-from reconcilekit import shard_of as shard_of_key
+from reconcilekit import AlreadyExists, Client, NotFound, Resource
+from reconcilekit.sharding import fnv1a64
+from reconcilekit.sharding import shard_of as shard_of_key
 
 from .operator import install_crds
 from .resources import CNCLAIMSETS, CNPOOLS

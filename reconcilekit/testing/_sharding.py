@@ -5,7 +5,7 @@ default; ``APIServer(sharded_list_watch=False)`` turns it off), a list,
 watch or deletecollection request with a non-empty ``shardSelector``:
 
 1. has it read as kube-apiserver reads it (cel-go's grammar, ``shardRange()``
-   and ``||`` only, 16-digit bounds: :func:`reconcilekit.ShardSelector.parse`);
+   and ``||`` only, 16-digit bounds: :func:`reconcilekit.sharding.ShardSelector.parse`);
    one that does not read is a 400 BadRequest ``invalid shard selector:
    <the parser's message>``, before anything is listed or streamed;
 2. sees only the objects whose FNV-1a hash of ``metadata.uid`` (or

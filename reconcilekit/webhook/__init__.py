@@ -42,8 +42,6 @@ from ._server import VALIDATING_CONFIGURATIONS as VALIDATING_CONFIGURATIONS
 from ._server import WebhookServer as WebhookServer
 
 __all__ = [
-    "MUTATING_CONFIGURATIONS",
-    "VALIDATING_CONFIGURATIONS",
     "AdmissionDenied",
     "AdmissionRequest",
     "CertificateFiles",
@@ -53,10 +51,12 @@ __all__ = [
     "ConvertFunction",
     "Defaulter",
     "Hook",
+    "MUTATING_CONFIGURATIONS",
     "MalformedReview",
     "ServiceReference",
     "ServingCertificate",
     "UserInfo",
+    "VALIDATING_CONFIGURATIONS",
     "Validator",
     "Verdict",
     "WebhookServer",

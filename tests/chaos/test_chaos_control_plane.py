@@ -58,16 +58,8 @@ from examples.cnclaim.resources import (
     spec_of,
 )
 from examples.cnclaim.scenario import POD_TEMPLATE, converged
-from reconcilekit import (
-    LEASES,
-    APIConnectionError,
-    APIError,
-    Client,
-    EventHandler,
-    Informer,
-    NotFound,
-    Resource,
-)
+from reconcilekit import APIConnectionError, APIError, Client, EventHandler, NotFound, Resource
+from reconcilekit.lowlevel import LEASES, Informer
 from reconcilekit.testing import ControlPlane, NodeSimulator
 from reconcilekit.testing._control_plane import assets_from_env
 

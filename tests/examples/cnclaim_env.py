@@ -28,7 +28,8 @@ from examples.cnclaim.resources import (
     name_of,
     spec_of,
 )
-from reconcilekit import Client, EventHandler, Informer, Manager, NotFound
+from reconcilekit import Client, EventHandler, Manager, NotFound
+from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import Cluster, NodeSimulator
 from reconcilekit.webhook import WebhookServer
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reconcilekit import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST
+from reconcilekit.lowlevel import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST
 from reconcilekit.testing import Cluster, eventually
 
 from conftest import ANYTHING, crd

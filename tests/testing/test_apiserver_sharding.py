@@ -25,8 +25,9 @@ from typing import Any
 import orjson
 import pytest
 
-from reconcilekit import Client, Resource, ShardSelector, fnv1a64
+from reconcilekit import Client, Resource
 from reconcilekit._shard_selector import KEY_SPACE
+from reconcilekit.sharding import ShardSelector, fnv1a64
 from reconcilekit.testing import APIServer, Cluster
 from reconcilekit.testing._pytest_plugin import backend
 

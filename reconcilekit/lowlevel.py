@@ -1,0 +1,42 @@
+"""The parts reconcilekit is built from, for a user who assembles them without a Manager.
+
+The :class:`Watcher` (list+watch with resume, 410 relist, :class:`Backoff`,
+dead-connection detection) feeds a :class:`WatchSink`; the :class:`Informer`
+puts it into a :class:`Store` with named indexes and calls its handlers; the
+:class:`LeaderElector` holds one Lease. :func:`error_from_response` and
+:func:`error_from_status` map an API server's answer to reconcilekit's
+errors; the constants are wire-level resources and media types;
+:func:`event_loop_options` is the anyio backend option a manager runs with
+(uvloop when installed). As ``anyio.lowlevel``, these are stable but not
+what an operator needs day to day.
+"""
+
+from ._client import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA
+from ._client import PARTIAL_OBJECT_METADATA_LIST as PARTIAL_OBJECT_METADATA_LIST
+from ._errors import error_from_response as error_from_response
+from ._errors import error_from_status as error_from_status
+from ._event_loop import event_loop_options as event_loop_options
+from ._informer import Informer as Informer
+from ._leaderelection import LEASES as LEASES
+from ._leaderelection import LeaderElector as LeaderElector
+from ._store import Store as Store
+from ._watcher import Backoff as Backoff
+from ._watcher import DeadWatchError as DeadWatchError
+from ._watcher import Watcher as Watcher
+from ._watcher import WatchSink as WatchSink
+
+__all__ = [
+    "Backoff",
+    "DeadWatchError",
+    "Informer",
+    "LEASES",
+    "LeaderElector",
+    "PARTIAL_OBJECT_METADATA",
+    "PARTIAL_OBJECT_METADATA_LIST",
+    "Store",
+    "WatchSink",
+    "Watcher",
+    "error_from_response",
+    "error_from_status",
+    "event_loop_options",
+]

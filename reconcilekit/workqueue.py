@@ -1,0 +1,27 @@
+"""The work queue a controller's workers drain, and the rate limiters that pace retries.
+
+:class:`WorkQueue` de-duplicates keys, never hands one key to two workers,
+and re-queues a key added while it was processed; the rate limiters are
+client-go's (per-item exponential, fast-slow, token bucket, max-of), and
+:func:`default_controller_rate_limiter` is controller-runtime's default.
+"""
+
+from ._rate_limiters import BucketRateLimiter as BucketRateLimiter
+from ._rate_limiters import ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter
+from ._rate_limiters import ItemFastSlowRateLimiter as ItemFastSlowRateLimiter
+from ._rate_limiters import MaxOfRateLimiter as MaxOfRateLimiter
+from ._rate_limiters import RateLimiter as RateLimiter
+from ._rate_limiters import default_controller_rate_limiter as default_controller_rate_limiter
+from ._workqueue import QueueShutDown as QueueShutDown
+from ._workqueue import WorkQueue as WorkQueue
+
+__all__ = [
+    "BucketRateLimiter",
+    "ItemExponentialFailureRateLimiter",
+    "ItemFastSlowRateLimiter",
+    "MaxOfRateLimiter",
+    "QueueShutDown",
+    "RateLimiter",
+    "WorkQueue",
+    "default_controller_rate_limiter",
+]
