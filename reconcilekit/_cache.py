@@ -59,14 +59,13 @@ from ._informer import (
     metadata_only,
     strip_managed_fields,
 )
-from ._objects import ObjectKey, Resource, object_key
+from ._objects import Obj, ObjectKey, Resource, object_key
 from ._rv_expectations import ResourceVersionExpectations
 from ._selectors import LabelSelector
 
 __all__ = ["Cache", "CacheSyncTimeout"]
 
 _SYSTEM_CLOCK: Final = SystemClock()
-Obj = dict[str, Any]
 Objs = list[Obj]  # spelled here: the class below has a method named ``list``
 Keys = list[ObjectKey]
 _FIELD_PREFIX = "field:"

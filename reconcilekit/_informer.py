@@ -35,7 +35,7 @@ import orjson
 
 from ._client import Client
 from ._clock import Clock, SystemClock
-from ._objects import ObjectKey, Resource, object_key
+from ._objects import Obj, ObjectKey, Resource, object_key
 from ._store import NAMESPACE_INDEX, IndexFunc, Store
 from ._watcher import Backoff, Watcher
 
@@ -51,7 +51,6 @@ __all__ = [
 logger = logging.getLogger("reconcilekit.informer")
 _SYSTEM_CLOCK: Final = SystemClock()
 
-Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
 
 

@@ -27,10 +27,10 @@ __all__ = [
     "resource_version_changed",
 ]
 
-Obj = Mapping[str, Any]
+ObjView = Mapping[str, Any]  # a read-only view of an object: predicates never write
 
 
-def _always(*_: Obj) -> bool:
+def _always(*_: ObjView) -> bool:
     return True
 
 
@@ -38,23 +38,23 @@ def _always(*_: Obj) -> bool:
 class Predicate:
     """Filters for create, update(old, new) and delete events (all pass by default)."""
 
-    create: Callable[[Obj], bool] = _always
-    update: Callable[[Obj, Obj], bool] = _always
-    delete: Callable[[Obj], bool] = _always
+    create: Callable[[ObjView], bool] = _always
+    update: Callable[[ObjView, ObjView], bool] = _always
+    delete: Callable[[ObjView], bool] = _always
 
 
-def predicate(*, create: Callable[[Obj], bool] | None = None,
-              update: Callable[[Obj, Obj], bool] | None = None,
-              delete: Callable[[Obj], bool] | None = None) -> Predicate:
+def predicate(*, create: Callable[[ObjView], bool] | None = None,
+              update: Callable[[ObjView, ObjView], bool] | None = None,
+              delete: Callable[[ObjView], bool] | None = None) -> Predicate:
     """A custom predicate; what is not given passes."""
     return Predicate(create or _always, update or _always, delete or _always)
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
+def _meta(obj: ObjView) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _deletion_started(old: Obj, new: Obj) -> bool:
+def _deletion_started(old: ObjView, new: ObjView) -> bool:
     return bool(_meta(new).get("deletionTimestamp")) and not _meta(old).get("deletionTimestamp")
 
 
@@ -77,7 +77,7 @@ def label_selector_predicate(selector: str | Mapping[str, str]) -> Predicate:
         f"{k}={v}" for k, v in selector.items())
     parsed = LabelSelector.parse(text)
 
-    def matches(obj: Obj) -> bool:
+    def matches(obj: ObjView) -> bool:
         return parsed.matches(_meta(obj).get("labels"))
 
     return predicate(create=matches, update=lambda old, new: matches(old) or matches(new),

@@ -19,11 +19,10 @@ from typing import Any
 
 import orjson
 
-from ._objects import ObjectKey, object_key
+from ._objects import Obj, ObjectKey, object_key
 
 __all__ = ["NAMESPACE_INDEX", "IndexFunc", "Store"]
 
-Obj = dict[str, Any]
 Objs = list[Obj]  # spelled once here: the class below has a method named ``list``
 Names = list[str]
 Keys = list[ObjectKey]

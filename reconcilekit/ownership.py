@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._objects import Obj
+
 __all__ = [
     "AlreadyOwnedError",
     "controller_reference",
@@ -35,7 +37,6 @@ __all__ = [
     "set_owner_reference",
 ]
 
-Obj = dict[str, Any]
 
 
 class AlreadyOwnedError(ValueError):

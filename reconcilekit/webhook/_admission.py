@@ -25,10 +25,11 @@ from typing import Any, Final
 
 import orjson
 
+from .._objects import Obj
+
 __all__ = ["AdmissionDenied", "AdmissionRequest", "MalformedReview", "UserInfo", "Verdict",
            "json_patch"]
 
-Obj = dict[str, Any]
 ADMISSION_V1: Final = "admission.k8s.io/v1"
 OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 

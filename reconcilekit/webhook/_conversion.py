@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._admission import MalformedReview, Obj, review_request
+from .._objects import Obj
+from ._admission import MalformedReview, review_request
 
 __all__ = ["Conversion", "ConversionFailed", "ConvertFunction"]
 

@@ -26,9 +26,9 @@ from typing import Any, Final, Literal
 
 import cel
 
-from .._objects import Resource
+from .._objects import Obj, Resource
 from .._selector_syntax import qualified_name_errors
-from ._admission import OPERATIONS, AdmissionRequest, Obj, Verdict
+from ._admission import OPERATIONS, AdmissionRequest, Verdict
 
 __all__ = ["Defaulter", "Hook", "ServiceReference", "Validator", "exclude_users"]
 

@@ -22,9 +22,8 @@ import logging
 
 from .._client import Client
 from .._errors import APIError, NotFound, ServerError, describe_error
-from .._objects import Resource
+from .._objects import Obj, Resource
 from ..upsert import Outcome, create_or_patch
-from ._admission import Obj
 from ._server import CRDS, WebhookServer
 
 __all__ = ["WebhookSetupError", "install_configurations", "remove_configurations"]

@@ -45,12 +45,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from .._clock import Clock, SystemClock
 from .._http_endpoints import EndpointsError
-from .._objects import Resource
+from .._objects import Obj, Resource
 from ._admission import (
     AdmissionDenied,
     AdmissionRequest,
     MalformedReview,
-    Obj,
     Verdict,
     json_patch,
     review_response,
