@@ -30,8 +30,8 @@ class DelayHeap(Generic[K]):
         ``_CANCELLED``; ``_cancelled`` counts them.
       * a cancelled entry never fires, never counts as waiting and never
         keeps a later ``schedule`` of the same key from taking effect
-        (INCIDENTS.md #5): the index forgets a key the moment its entry is
-        cancelled or fires.
+        (the KWOK delayed-work incident, docs/reliability.md): the index forgets a key the moment
+        its entry is cancelled or fires.
       * cancelled entries are at most ``max(_COMPACT_MIN, live entries)``, so
         the heap is never more than about twice the number of waiting keys.
     """

@@ -3,7 +3,8 @@
 A controller that creates or deletes objects and then reads the cache again
 before the cache has caught up would see too few (or too many) objects and act
 twice. Expectations remember what it is waiting for. Each record has a
-timeout, so a lost event never freezes a key (INCIDENTS.md #2).
+timeout, so a lost event never freezes a key (the CloneSet expectations incident,
+docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ class Expectations(Generic[K]):
         record is removed, logged once at WARNING on the
         ``reconcilekit.expectations`` logger with the key and its age, and
         counted once with ``metrics.on_timeout()``. No key waits forever for
-        an event that was lost (INCIDENTS.md #2).
+        an event that was lost (the CloneSet expectations incident).
       * Deletions expected by UID are crossed off by UID: the update that
         sets ``deletionTimestamp`` and the final delete event of the same
         object count once.

@@ -71,8 +71,8 @@ class WorkQueue(Generic[K]):
         the same key the earlier deadline wins. When a waiting key becomes
         pending (its deadline passed, or ``add``), its wait is gone without a
         trace: nothing left behind can delay, duplicate or suppress a later
-        ``add_after`` of the same key (INCIDENTS.md #5). ``add_after`` of a
-        key that is already pending does nothing; the run that follows can
+        ``add_after`` of the same key (the KWOK delayed-work incident, docs/reliability.md).
+        ``add_after`` of a key that is already pending does nothing; the run that follows can
         ask again. ``s <= 0`` is ``add``.
       * ``add_rate_limited(k)`` is ``add_after(k, rate_limiter.when(k))`` but
         counts at most one failure per attempt (see the method).

@@ -118,7 +118,8 @@ def test_expectations_time_out_incident_2(
     registry: CollectorRegistry,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """INCIDENTS.md #2 (CloneSet): the event that would satisfy an expectation never arrives.
+    """The CloneSet expectations incident (docs/reliability.md): the event that would satisfy an
+    expectation never arrives.
 
     The watch broke and the relist came after the Pod was created and
     deleted, so neither event is ever observed. The key must not freeze:
@@ -266,7 +267,8 @@ def test_rv_expectation_times_out_incident_2(
     registry: CollectorRegistry,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """INCIDENTS.md #2 for resourceVersions: the event carrying my write is lost.
+    """The CloneSet expectations incident (docs/reliability.md) for resourceVersions: the
+    event carrying my write is lost.
 
     Checked against the buggy behaviour like the counted variant: with
     ``TimedRecords.expire`` never dropping records the object stays stale

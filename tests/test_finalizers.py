@@ -1,8 +1,9 @@
 """Finalizer helpers against the test API server (or a real cluster).
 
-Incidents #3 (finalizer re-added between "remove finalizers" and "delete") and
-#4 ("no new finalizers can be added if the object is being deleted") from
-INCIDENTS.md each have a regression test here.
+The clusterctl move incident (a finalizer re-added between "remove finalizers"
+and "delete") and the finalizer-on-deleting-object incident ("no new finalizers
+can be added if the object is being deleted"), described in docs/reliability.md,
+each have a regression test here.
 """
 
 from __future__ import annotations

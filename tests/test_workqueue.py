@@ -375,7 +375,8 @@ async def test_add_after_while_held_waits_for_deadline_and_done(
 async def test_replaced_delay_leaves_no_trace_incident_5(
     queue: WorkQueue[str], clock: FakeClock, stale_delay: float
 ) -> None:
-    """INCIDENTS.md #5 (KWOK): a delayed item replaced by an add leaves nothing behind.
+    """The KWOK delayed-work incident (docs/reliability.md): a delayed item replaced by an add
+    leaves nothing behind.
 
     A wait at ``stale_delay`` is made obsolete by ``add``; after that run a
     new ``add_after(a, 5)`` must fire exactly once, at +5: not suppressed by
