@@ -16,8 +16,9 @@ before it creates the controller.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ._cache import Cache
 from ._cache_scope import CacheScope
 from ._controller import Controller
 from ._mappers import Mapper, enqueue_object, enqueue_owner
@@ -26,10 +27,20 @@ from ._predicates import Predicate
 from ._rate_limiters import RateLimiter
 from ._reconciler import Reconciler, Request
 
-if TYPE_CHECKING:
-    from ._manager import Manager
+__all__ = ["ControllerBuilder", "ControllerHost"]
 
-__all__ = ["ControllerBuilder"]
+
+class ControllerHost(Protocol):
+    """What the builder needs of a :class:`~reconcilekit.Manager` (it has both): the
+    cache its watches read, and a way to create and register a controller."""
+
+    @property
+    def cache(self) -> Cache: ...
+
+    def new_controller(self, name: str, reconciler: Reconciler, *,
+                       max_concurrent_reconciles: int = 1,
+                       rate_limiter: RateLimiter[Request] | None = None,
+                       reconcile_timeout: float | None = None) -> Controller: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +55,7 @@ class _Watch:
 class ControllerBuilder:
     """``ControllerBuilder(manager).for_(R).owns(C).watches(X, mapper).complete(reconciler)``."""
 
-    def __init__(self, manager: Manager) -> None:
+    def __init__(self, manager: ControllerHost) -> None:
         self._manager = manager
         self._name: str | None = None
         self._for: _Watch | None = None
