@@ -78,12 +78,16 @@ class ClientStatistics:
 
     ``requests`` counts attempts sent (retries included), ``errors`` the
     attempts that failed (non-2xx or no answer), ``retries`` the attempts
-    that were followed by a retry.
+    that were followed by a retry. ``in_flight`` is the number of requests
+    sent and not yet answered now (a retry's wait is not in flight; a
+    watch stream is, until its response headers arrive): zero means no
+    request of this client is waiting on the API server.
     """
 
     requests: Mapping[tuple[str, str], int]
     errors: Mapping[tuple[str, str], int]
     retries: Mapping[tuple[str, str], int]
+    in_flight: int = 0
 
     @property
     def total_requests(self) -> int:
@@ -169,6 +173,7 @@ class Transport:
         self._requests: Counter[tuple[str, str]] = Counter()
         self._errors: Counter[tuple[str, str]] = Counter()
         self._retries: Counter[tuple[str, str]] = Counter()
+        self._in_flight = 0
         self._observers: list[Callable[[RequestRecord], None]] = []
 
     # -- session ----------------------------------------------------------------------------
@@ -205,7 +210,8 @@ class Transport:
         return lambda: self._observers.remove(callback) if callback in self._observers else None
 
     def statistics(self) -> ClientStatistics:
-        return ClientStatistics(dict(self._requests), dict(self._errors), dict(self._retries))
+        return ClientStatistics(dict(self._requests), dict(self._errors), dict(self._retries),
+                                self._in_flight)
 
     def _record(self, labels: tuple[str, str], method: str, status: int | None, start: float,
                 failed: bool, retried: bool) -> None:
@@ -274,6 +280,7 @@ class Transport:
                     ) -> tuple[int, bytes, Mapping[str, str]]:
         session, extra = self._session()
         headers = await self._headers(content_type, accept)
+        self._in_flight += 1
         try:
             async with session.request(method, url, params=query, data=data, headers=headers,
                                        timeout=self._timeout, **extra) as resp:
@@ -283,6 +290,8 @@ class Transport:
             if wrapped is err:
                 raise
             raise wrapped from err
+        finally:
+            self._in_flight -= 1
 
     async def open_stream(self, path: str, params: Params | None = None, *,
                           inactivity_timeout: float | None = 70.0, accept: str | None = None
@@ -305,6 +314,21 @@ class Transport:
         stream_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
                                                sock_read=inactivity_timeout)
         start = self._clock.monotonic()
+        self._in_flight += 1
+        try:
+            resp = await self._open(session, url, params, headers, stream_timeout, extra,
+                                    labels, start)
+        finally:
+            self._in_flight -= 1
+        self._record(labels, "GET", resp.status, start, False, False)
+        return resp
+
+
+    async def _open(self, session: aiohttp.ClientSession, url: str, params: Params | None,
+                    headers: Mapping[str, str], stream_timeout: aiohttp.ClientTimeout,
+                    extra: Mapping[str, Any], labels: tuple[str, str],
+                    start: float) -> aiohttp.ClientResponse:
+        """Send the watch's GET; its response once the status is 200 (else its error)."""
         try:
             resp = await session.request("GET", url, params=_query(params), headers=headers,
                                          timeout=stream_timeout, **extra)
@@ -323,7 +347,6 @@ class Transport:
                 resp.release()
             self._record(labels, "GET", resp.status, start, True, False)
             raise error_from_response(resp.status, raw, resp.headers)
-        self._record(labels, "GET", resp.status, start, False, False)
         return resp
 
 

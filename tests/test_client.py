@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import anyio.lowlevel
 import pytest
 
@@ -42,7 +43,7 @@ from reconcilekit import (
 from reconcilekit._client_transport import request_labels
 from reconcilekit.lowlevel import error_from_status
 from reconcilekit.metrics import RequestRecord, WriteRecord
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, TCPProxy
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 PODS = Resource("", "v1", "Pod", "pods")
@@ -704,3 +705,22 @@ async def test_the_proxy_comes_from_the_configuration_or_the_environment(
         async with Client(cfg) as client:
             await client.list(CONFIGMAPS, "default")
         assert configured.tunnels == [f"127.0.0.1:{port}"] and len(from_env.tunnels) == 1
+
+
+async def test_in_flight_counts_requests_waiting_on_the_server(apiserver: Cluster) -> None:
+    """``statistics().in_flight`` is the number of requests sent and not yet answered:
+    one while a GET waits on a connection that carries nothing, none once it is given up."""
+    async with TCPProxy(apiserver.configuration.host) as proxy:
+        configuration = copy.copy(apiserver.configuration)
+        configuration.host = proxy.url
+        async with Client(configuration) as via_proxy:
+            await via_proxy.list(CONFIGMAPS, apiserver.namespace)  # a pooled connection
+            assert via_proxy.statistics().in_flight == 0
+            proxy.stall()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(via_proxy.list, CONFIGMAPS, apiserver.namespace)
+                while via_proxy.statistics().in_flight == 0:
+                    await anyio.lowlevel.checkpoint()
+                assert via_proxy.statistics().in_flight == 1
+                tg.cancel_scope.cancel()
+            assert via_proxy.statistics().in_flight == 0

@@ -89,24 +89,32 @@ class Replica:
             del self.owners.owner[shard]
 
 
-async def quiet(clock: FakeClock) -> None:
-    """Wait until the tasks woken by the last advance are parked on the clock again."""
+async def quiet(clock: FakeClock, client: Client) -> None:
+    """Wait until the tasks woken by the last advance are parked on the clock again.
+
+    Every await of a ring's tasks is a sleep on ``clock`` or a request of
+    ``client``: once no request is in flight and the number of sleepers has
+    held across a few turns of the event loop, each woken task has run until it
+    sleeps again. Counting sleepers alone mistook a request still waiting on a
+    busy API server for quiet, and fake time then ran ahead of it.
+    """
     last, same = -1, 0
     while same < 3:
         await asyncio.sleep(0.01)
-        same = same + 1 if clock.sleepers == last else 0
+        busy = client.statistics().in_flight > 0
+        same = same + 1 if clock.sleepers == last and not busy else 0
         last = clock.sleepers
 
 
-async def run_until(clock: FakeClock, done: Callable[[], bool], *, limit: float = 120.0,
-                    step: float = 1.0) -> float:
+async def run_until(clock: FakeClock, client: Client, done: Callable[[], bool], *,
+                    limit: float = 120.0, step: float = 1.0) -> float:
     """Advance ``clock`` a ``step`` at a time until ``done()``; the clock time it took."""
     start = clock.monotonic()
-    await quiet(clock)
+    await quiet(clock, client)
     while not done():
         assert clock.monotonic() - start < limit, "the ring did not settle"
         clock.advance(step)
-        await quiet(clock)
+        await quiet(clock, client)
     return clock.monotonic() - start
 
 
@@ -144,7 +152,8 @@ async def test_replicas_share_every_shard_and_hand_over_when_one_leaves(
     ring = f"ring-{uuid.uuid4().hex[:6]}"
     async with Client(apiserver.configuration) as client, \
             ring_replicas(client, apiserver.namespace, clock, owners, 3, ring) as replicas:
-        took = await run_until(clock, lambda: sorted(held_by(replicas).values()) == [5, 5, 6]
+        took = await run_until(clock, client,
+                               lambda: sorted(held_by(replicas).values()) == [5, 5, 6]
                                and len(owners.owner) == SHARDS)
         assert took <= 2 * 2 + 2  # free Leases: a couple of retry periods
         for name, (member, _) in replicas.items():
@@ -154,7 +163,7 @@ async def test_replicas_share_every_shard_and_hand_over_when_one_leaves(
 
         _, leaving = replicas["replica-2"]
         leaving.cancel()  # a clean stop: its shards are released, not left to expire
-        took = await run_until(clock, lambda: sorted(held_by(replicas).values()) == [8, 8]
+        took = await run_until(clock, client, lambda: sorted(held_by(replicas).values()) == [8, 8]
                                and len(owners.owner) == SHARDS)
         assert took < 15  # well before its Leases could have expired
     assert owners.violations == []
@@ -178,8 +187,8 @@ async def test_the_shards_of_a_replica_that_stopped_renewing_wait_out_their_leas
                      "renewTime": "2026-11-25T00:00:00.000000Z"}}, ns)
     assert not ghost.held
     async with ring_replicas(client, ns, clock, owners, 2, ring) as replicas:
-        await run_until(clock, lambda: len(owners.owner) == SHARDS - len(ghost_shards))
-        await run_until(clock, lambda: len(owners.owner) == SHARDS, limit=40)
+        await run_until(clock, client, lambda: len(owners.owner) == SHARDS - len(ghost_shards))
+        await run_until(clock, client, lambda: len(owners.owner) == SHARDS, limit=40)
         assert sorted(held_by(replicas).values()) == [8, 8]
     first_start = {shard: at for at, _, shard in reversed(owners.started)}
     for shard in ghost_shards:

@@ -118,7 +118,7 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
             held = [len(r.held) for r in rings if r is not None]
             return sum(held) == sharding.shards and max(held) - min(held) <= 1 and \
                 wanted <= ledger.by.keys()
-        await run_until(clock, settled)
+        await run_until(clock, client, settled)
         # each namespace's key was reconciled by the replica holding its shard
         for request in wanted:
             owner = [w for w, m in managers.items()
@@ -136,11 +136,11 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
         orphaned = [ns for ns in namespaces if gone_ring.owns(fnv1a64(ns))]
         assert orphaned
         gone.stop()
-        await run_until(clock, settled)
+        await run_until(clock, client, settled)
         ledger.by.clear()
         for ns in orphaned:  # changes in c's former namespaces reach a or b
             await client.patch(CONFIGMAPS, "settings", {"data": {"v": "2"}}, ns)
-        await quiet(clock)
+        await quiet(clock, client)
         await eventually(lambda: {Request(ns, "settings") for ns in orphaned}
                          <= ledger.by.keys())
         assert {w for runs in ledger.by.values() for w in runs} <= {"a", "b"}
@@ -157,5 +157,5 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
         assert not gone.cache.informer_for(CONFIGMAPS).store  # it let go of everything
         for manager in managers.values():
             manager.stop()
-        await run_until(clock, lambda: True)
+        await run_until(clock, client, lambda: True)
     assert ledger.violations == []
