@@ -19,19 +19,28 @@ its errors follow from the tree's shape. This module builds the same shape:
 Syntax errors are cel-go's: the first error the cel-rust parser (PyPI
 ``common-expression-language``, a port of cel-go's grammar that reports in
 its words) finds, e.g. ``Syntax error: mismatched input '<EOF>' expecting
-...`` or ``reserved identifier: if``.
+...`` or ``reserved identifier: if``. That package is imported on the first
+:func:`parse`, never with ``import reconcilekit`` (it brings a command-line
+toolkit), and only the in-process API server needs its words
+(``reconcilekit[testing]`` installs it). Without it this module's own parser
+decides alone: an expression cel-go reads gives the same tree; an error is
+still a :class:`CELSyntaxError` (``Syntax error: ...`` or ``reserved
+identifier: ...``), in words that may differ from cel-go's, and a few
+literals cel-go refuses (an escape out of range) are read. A shard selector
+is then accepted or refused exactly as with cel-go, since what follows the
+parse refuses any tree that is not ``shardRange()`` calls of string bounds.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-import cel
-
-__all__ = ["CELSyntaxError", "Kind", "Node", "parse"]
+__all__ = ["CELSyntaxError", "Kind", "Node", "cel_compile", "parse"]
 
 
 class CELSyntaxError(ValueError):
@@ -84,19 +93,43 @@ _RELATIONS: Final = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "
 # cel-rust expands macros (has, all, exists, map, filter); kube-apiserver's cel-go expands
 # none, so a call that misuses one is no syntax error there
 _MACRO_ERRORS: Final = ("macro", "argument must be a simple name")
+# cel-go's reserved words: none names a variable or a function
+_RESERVED: Final = frozenset({"as", "break", "const", "continue", "else", "for", "function",
+                              "if", "import", "let", "loop", "package", "namespace", "return",
+                              "var", "void", "while"})
 _SIMPLE_ESCAPES: Final = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
                           "v": "\v", "\\": "\\", "?": "?", '"': '"', "'": "'", "`": "`"}
 
 
-def parse(text: str) -> Node:
-    """The syntax tree of ``text``; :class:`CELSyntaxError` with cel-go's message."""
+@functools.cache
+def cel_compile() -> Callable[[str], object] | None:
+    """cel-rust's ``cel.compile`` (raises ValueError with its errors), or None when the
+    ``common-expression-language`` package is not installed. Imported on first call."""
     try:
-        cel.compile(text)
-    except ValueError as err:
-        message = _first_error(str(err))
-        if not any(m in message for m in _MACRO_ERRORS):
-            raise CELSyntaxError(message) from None
-    return _Parser(text).parse()
+        import cel
+    except ImportError:
+        return None
+    return cel.compile
+
+
+def parse(text: str) -> Node:
+    """The syntax tree of ``text``; :class:`CELSyntaxError` with cel-go's message (the
+    CEL package installed) or this parser's own (without it), never another error."""
+    compile_ = cel_compile()
+    if compile_ is not None:
+        try:
+            compile_(text)
+        except ValueError as err:
+            message = _first_error(str(err))
+            if not any(m in message for m in _MACRO_ERRORS):
+                raise CELSyntaxError(message) from None
+    try:
+        return _Parser(text).parse()
+    except CELSyntaxError:
+        raise
+    except (ValueError, IndexError, RecursionError) as err:
+        # only without cel-rust's check first: a literal or an escape it would have refused
+        raise CELSyntaxError(f"Syntax error: {err}") from None
 
 
 def _first_error(text: str) -> str:
@@ -223,6 +256,8 @@ class _Parser:
     def _identified(self) -> Node:
         """``[.]name``, ``[.]name(args)``, or a message literal ``[.]a.b{field: value}``."""
         lead = "." if self._take(".") else ""
+        if self._peek() in _RESERVED and self._kind() == "ident":
+            raise CELSyntaxError(f"reserved identifier: {self._peek()}")
         name = lead + self._identifier()
         if self._take("("):
             return Node(Kind.CALL, name, self._arguments(")"))
@@ -275,9 +310,9 @@ class _Parser:
         self.pos += 1
         match kind:
             case "int":
-                return Node(Kind.LITERAL, value=int(sign + text, 0), go_type="int64")
+                return Node(Kind.LITERAL, value=_integer(sign + text), go_type="int64")
             case "uint":
-                return Node(Kind.LITERAL, value=int(text[:-1], 0), go_type="uint64")
+                return Node(Kind.LITERAL, value=_integer(text[:-1]), go_type="uint64")
             case "float":
                 return Node(Kind.LITERAL, value=float(sign + text), go_type="float64")
             case "string":
@@ -289,6 +324,12 @@ class _Parser:
         self.pos -= 1
         raise CELSyntaxError(f"Syntax error: mismatched input '{text}' expecting an "
                              "expression")
+
+
+def _integer(text: str) -> int:
+    """A decimal or ``0x`` hexadecimal literal (CEL's decimals may start with 0)."""
+    hexadecimal = text.lstrip("-")[:2] in ("0x", "0X")
+    return int(text, 16) if hexadecimal else int(text, 10)
 
 
 def _string(token: str) -> Node:
@@ -316,6 +357,12 @@ def _unescape(body: str) -> str:
             i += 1
             continue
         code = body[i + 1]
+        size = {"x": 2, "X": 2, "u": 4, "U": 8}.get(code, 3)
+        digits = body[i + 1:i + 4] if size == 3 else body[i + 2:i + 2 + size]
+        if code not in _SIMPLE_ESCAPES and (len(digits) != size or not all(
+                c in ("01234567" if size == 3 else "0123456789abcdefABCDEF") for c in digits)):
+            raise CELSyntaxError(f"Syntax error: invalid escape sequence at: "
+                                 f"'\\{body[i + 1:i + 2 + size]}'")
         if code in _SIMPLE_ESCAPES:
             out.append(_SIMPLE_ESCAPES[code])
             i += 2

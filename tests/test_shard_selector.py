@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reconcilekit import _cel_syntax
 from reconcilekit._shard_selector import KEY_SPACE, shard_ranges
 from reconcilekit.sharding import ShardSelector, ShardSelectorError, fnv1a64, shard_key
 
@@ -19,6 +20,15 @@ ZERO, HALF, TOP = "0x0000000000000000", "0x8000000000000000", "0x100000000000000
 
 def sel(start: str = ZERO, end: str = HALF, field: str = UID) -> str:
     return f"shardRange({field}, '{start}', '{end}')"
+
+
+@pytest.fixture(params=["cel-rust", "without-cel"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test twice: with the CEL package (the testing extra's) and, as an operator's
+    plain install runs, without it (the syntax tree parser alone)."""
+    if request.param == "without-cel":
+        monkeypatch.setattr(_cel_syntax, "cel_compile", lambda: None)
+    return str(request.param)
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -75,7 +85,7 @@ def test_parsing_merges_adjacent_and_overlapping_ranges_but_shard_ranges_keeps_t
     f"({sel()}) || (({sel(HALF, TOP)}))",
     f"{sel()}\n|| {sel(HALF, TOP)}",
 ])
-def test_what_kube_apiserver_accepts_is_accepted(text: str) -> None:
+def test_what_kube_apiserver_accepts_is_accepted(text: str, parser: str) -> None:
     field, ranges = shard_ranges(text)
     assert field in (UID, NS) and ranges
     assert ShardSelector.parse(text) == ShardSelector.of(field, ranges)
@@ -148,8 +158,8 @@ def test_any_selector_round_trips_through_its_wire_form(
     (f"{sel()} || {sel(HALF, TOP, NS)}", 'all shard ranges must use the same field, got '
      '"object.metadata.uid" and "object.metadata.namespace"'),
 ])
-def test_a_bad_selector_is_refused_with_kube_apiservers_message(text: str, message: str
-                                                                ) -> None:
+def test_a_bad_selector_is_refused_with_kube_apiservers_message(text: str, message: str,
+                                                                parser: str) -> None:
     with pytest.raises(ShardSelectorError) as caught:
         ShardSelector.parse(text)
     assert str(caught.value) == message
@@ -169,6 +179,19 @@ def test_a_bad_selector_is_refused_with_kube_apiservers_message(text: str, messa
 def test_a_selector_that_is_not_cel_is_refused_with_cel_gos_syntax_error(text: str,
                                                                         start: str) -> None:
     with pytest.raises(ShardSelectorError, match="^" + re.escape(start)):
+        shard_ranges(text)
+
+
+@pytest.mark.parametrize("text", [
+    "shardRange(", f"{sel()} ||", f"{sel()} {sel()}", "nonsense nonsense", f"{sel()}, {sel()}",
+    "shardRange(object.metadata.uid, '0x0", "shardRange(object.metadata.uid, '\\q', '0x8')",
+    "(" * 5000 + sel() + ")" * 5000,
+])
+def test_without_cel_a_selector_that_is_not_cel_is_still_a_syntax_error(
+        text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_cel_syntax, "cel_compile", lambda: None)
+    with pytest.raises(ShardSelectorError, match="^" + re.escape("CEL parse error: Syntax "
+                                                                 "error: ")):
         shard_ranges(text)
 
 

@@ -33,6 +33,7 @@ from reconcilekit.webhook import (
     exclude_users,
     json_patch,
 )
+from reconcilekit.webhook import _hooks as webhook_hooks
 
 WIDGETS = Resource("example.com", "v1", "Widget", "widgets")
 WIDGETS_V2 = Resource("example.com", "v2", "Widget", "widgets")
@@ -341,6 +342,15 @@ def test_match_conditions_the_api_server_would_refuse_are_refused_at_registratio
         conditions: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         WebhookServer(port=0).validator(WIDGETS, match_conditions=conditions)(_allow)
+
+
+def test_without_cel_match_condition_syntax_is_left_to_the_api_server(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(webhook_hooks, "cel_compile", lambda: None)  # a plain install
+    server = WebhookServer(port=0)
+    server.validator(WIDGETS, match_conditions={"ok": "a =="})(_allow)  # not checked here
+    with pytest.raises(ValueError, match="must be a qualified name"):  # still checked
+        server.validator(WIDGETS_V2, match_conditions={"-x-": "true"})(_allow)
 
 
 def test_exclude_users_quotes_names_and_checks_its_arguments() -> None:

@@ -268,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: the API server refused a request: {err}", file=sys.stderr)
     except OSError as err:
         print(f"error: {err}", file=sys.stderr)
+    except ImportError as err:  # the in-process API server without reconcilekit[testing]
+        print(f"error: {err}", file=sys.stderr)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ._apiserver import APIServer
+from ._extras import MissingExtraError
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -60,7 +61,12 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return asyncio.run(_serve(_parse(argv)))
+    args = _parse(argv)
+    try:
+        return asyncio.run(_serve(args))
+    except MissingExtraError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

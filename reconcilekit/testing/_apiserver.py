@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ._extras import require_testing_extra
 from ._faults import Faults
 from ._http import Handler, ServerSettings
 from ._kubeconfig import kubeconfig_document, write_kubeconfig
@@ -47,6 +48,8 @@ class APIServer:
     before v1.36 ignores it).
     There is no scheduler and no kubelet: Pods stay Pending until something
     writes their status.
+    It needs the ``testing`` extra (``pip install 'reconcilekit[testing]'``):
+    without it the constructor raises one ImportError naming the extra.
 
     Usage::
 
@@ -68,6 +71,7 @@ class APIServer:
                  watch_buffer: int = 100_000,
                  users: dict[str, str] | None = None, tls: bool = True,
                  sharded_list_watch: bool = True) -> None:
+        require_testing_extra("reconcilekit.testing.APIServer")
         self.token = token or secrets.token_urlsafe(24)
         self._tokens = {self.token: "admin", **(users or {})}
         self._port = port

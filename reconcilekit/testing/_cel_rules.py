@@ -29,8 +29,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import cel
-
 from .._selector_syntax import go_quote
 from ._crd_schema import child_schema, join_path, schema_nodes
 from ._status import Cause
@@ -133,6 +131,8 @@ def undeclared_reference(text: str, name: str, column: int) -> str:
 
 def _compile_one(text: str) -> Any:
     """cel-rust's program for ``text``; ValueError (cel-go's message) if it does not compile."""
+    import cel  # the testing extra's, imported when first needed (APIServer checks it is there)
+
     try:
         program = cel.compile(text)
     except ValueError as err:
@@ -256,6 +256,8 @@ class CELRules:
         variables = {"self": _cel(value, node)}
         if rule.transition:
             variables["oldSelf"] = _cel(old, node)
+        import cel
+
         context = cel.Context(variables=variables, functions=_FUNCTIONS)
         shown_type = str(node.get("type") or "")
         field = (path + rule.field_path if path else rule.field_path.lstrip(".")

@@ -29,8 +29,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import cel
-
 from .._cel_syntax import Kind, Node, parse
 from ._cel_rules import cel_error_text, compile_error_text, undeclared_reference
 from ._status import Cause
@@ -61,6 +59,8 @@ class Outcome:
 
 @functools.lru_cache(maxsize=1024)
 def _program(expression: str) -> Any:
+    import cel  # the testing extra's, imported when first needed (APIServer checks it is there)
+
     return cel.compile(expression)
 
 
@@ -137,6 +137,8 @@ def evaluate(conditions: Sequence[MatchCondition], failure_policy: str, request:
     if not conditions:
         return Outcome(True)
     review = {k: v for k, v in request.items() if k not in ("object", "oldObject")}
+    import cel
+
     context = cel.Context(variables={"request": review, "object": obj, "oldObject": old})
     errors = []
     for condition in conditions:

@@ -13,7 +13,11 @@ later) evaluates before calling; if any is false the webhook is not called.
 :func:`exclude_users` writes the common one, a controller's own writes left
 unreviewed. They spare the API server a call, nothing more: a handler must
 still give the same answer when called (an API server that does not
-evaluate them calls every time).
+evaluate them calls every time). Their names and shape are checked when the
+webhook is registered; their CEL syntax too when the CEL package
+(``common-expression-language``, which ``reconcilekit[testing]`` brings) is
+installed, and otherwise by the API server, which refuses the configuration
+with its message when it is installed (an operator's start-up).
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-import cel
-
+from .._cel_syntax import cel_compile
 from .._objects import Obj, Resource
 from .._selector_syntax import qualified_name_errors
 from ._admission import OPERATIONS, AdmissionRequest, Verdict
@@ -124,7 +127,9 @@ class Hook:
         self._check_match_conditions()
 
     def _check_match_conditions(self) -> None:
-        """What the API server would refuse in ``matchConditions``, said before it does."""
+        """What the API server would refuse in ``matchConditions``, said before it does: the
+        shape, names and empty expressions always; syntax only with the CEL package installed
+        (without it the API server checks the syntax when the configuration is installed)."""
         if not isinstance(self.match_conditions, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str)
                 for k, v in self.match_conditions.items()):
@@ -142,8 +147,11 @@ class Hook:
             if not expression.strip():
                 raise ValueError(f"webhook {self.name}: match condition {name!r} has no "
                                  f"expression")
+            compile_ = cel_compile()
+            if compile_ is None:
+                continue
             try:
-                cel.compile(expression)
+                compile_(expression)
             except ValueError as err:
                 raise ValueError(f"webhook {self.name}: match condition {name!r} is not a "
                                  f"CEL expression: {str(err).partition(': ')[2] or err}"
