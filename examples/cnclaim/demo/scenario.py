@@ -20,7 +20,7 @@ import anyio
 
 from reconcilekit import AlreadyExists, APIError, Client, EventHandler, Informer, NotFound
 
-from .resources import (
+from ..resources import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     CNCLAIMS,

@@ -39,8 +39,8 @@ from reconcilekit import (
 )
 from reconcilekit.webhook import CertificateFiles, WebhookServer
 
-from .admission import add_claim_webhook, own_username
-from .operator import CRDInstallError, OperatorOptions, build_operator, install_crds
+from ..admission import add_claim_webhook, own_username
+from ..operator import CRDInstallError, OperatorOptions, build_operator, install_crds
 from .run import OperatorFailed, play_with_operator
 from .scenario import Progress, StepFailed
 
