@@ -31,9 +31,9 @@ from pathlib import Path
 import aiohttp
 import anyio
 
+from examples.cnclaim.demo.scenario import POD_TEMPLATE
 from examples.cnclaim.operator import install_crds
 from examples.cnclaim.resources import CNCLAIMSETS, CNPOOLS
-from examples.cnclaim.scenario import POD_TEMPLATE
 from reconcilekit import Client, Resource
 from reconcilekit.testing import NodeSimulator
 

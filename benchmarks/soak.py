@@ -47,6 +47,7 @@ from typing import Any
 
 import anyio
 
+from examples.cnclaim.demo.scenario import POD_TEMPLATE, converged
 from examples.cnclaim.operator import install_crds
 from examples.cnclaim.resources import (
     CNCLAIMS,
@@ -56,7 +57,6 @@ from examples.cnclaim.resources import (
     POOL_LABEL,
     name_of,
 )
-from examples.cnclaim.scenario import POD_TEMPLATE, converged
 from reconcilekit import Client, NotFound, Resource
 from reconcilekit.testing import ControlPlane, NodeSimulator
 

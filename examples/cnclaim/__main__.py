@@ -1,7 +1,7 @@
-"""``python -m examples.cnclaim``: see :mod:`examples.cnclaim.cli`."""
+"""``python -m examples.cnclaim``: the demo harness's command line (:mod:`.demo.cli`)."""
 
 import sys
 
-from .cli import main
+from .demo.cli import main
 
 sys.exit(main())

@@ -70,9 +70,10 @@ def scale_in_order(claims: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any
     """The claims scale-in may delete, in the order it deletes them.
 
     A migrating claim (``spec.sourcePod`` set) is never a candidate: deleting
-    it would set its finalizer against its migration (INCIDENTS.md #1, bug 2).
-    Of the rest: Lost claims first, then Pending ones (including those with
-    no status yet), then Bound ones; the newest first within each.
+    it would set its finalizer against its migration (the CNClaim incident,
+    docs/reliability.md, bug 2). Of the rest: Lost claims first, then Pending
+    ones (including those with no status yet), then Bound ones; the newest
+    first within each.
     """
     movable = sorted((c for c in claims if not migrating(c)), key=creation_order, reverse=True)
     movable.sort(key=lambda c: _PREFERENCE.get(claim_phase(c), 2))

@@ -1,11 +1,12 @@
-"""The cache's indexes: which claims a Pod event concerns (INCIDENTS.md #1, bug 4), and more.
+"""The cache's indexes: which claims a Pod event concerns, and more.
 
 A Pod event reconciles:
   * the claim its ``claimed-by`` label names;
   * every claim whose ``spec.podName`` or ``spec.sourcePod.podName`` names
     it, found through a field index: once the label is gone (released as
     stale, or removed by hand) a Pod's deletion still reaches the claim
-    bound to it, without listing every claim on every Pod event;
+    bound to it (the CNClaim incident, docs/reliability.md, bug 4), without
+    listing every claim on every Pod event;
   * for an Idle Pod that can be bound: the claims of its pool waiting for one.
 
 Every lookup costs O(matches), independent of the number of claims. So do

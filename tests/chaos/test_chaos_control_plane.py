@@ -46,6 +46,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from examples.cnclaim.demo.scenario import POD_TEMPLATE, converged
 from examples.cnclaim.operator import LEASE_NAME, install_crds
 from examples.cnclaim.resources import (
     CLAIMED_BY_LABEL,
@@ -57,7 +58,6 @@ from examples.cnclaim.resources import (
     name_of,
     spec_of,
 )
-from examples.cnclaim.scenario import POD_TEMPLATE, converged
 from reconcilekit import APIConnectionError, APIError, Client, EventHandler, NotFound, Resource
 from reconcilekit.lowlevel import LEASES, Informer
 from reconcilekit.testing import ControlPlane, NodeSimulator

@@ -1,4 +1,5 @@
-"""INCIDENTS.md #1: the CNClaim operator's four bugs, each reproduced and shown fixed.
+"""The CNClaim incident (docs/reliability.md): the operator's four bugs, each reproduced
+and shown fixed.
 
 Each docstring says how the test was checked against the buggy behaviour:
 the bug was put back into examples/cnclaim temporarily, the test was run

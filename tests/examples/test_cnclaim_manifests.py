@@ -25,11 +25,11 @@ import yaml
 
 from examples.cnclaim import OperatorOptions, build_operator
 from examples.cnclaim.admission import add_claim_webhook
-from examples.cnclaim.cli import parse_args
+from examples.cnclaim.demo.cli import parse_args
+from examples.cnclaim.demo.run import play_with_operator
+from examples.cnclaim.demo.scenario import Progress
 from examples.cnclaim.operator import MANIFESTS, load_crds
 from examples.cnclaim.resources import CNPOOLS
-from examples.cnclaim.run import play_with_operator
-from examples.cnclaim.scenario import Progress
 from reconcilekit import Client
 from reconcilekit.metrics import RequestRecord
 from reconcilekit.testing import Cluster, NodeSimulator

@@ -17,8 +17,8 @@ from reconcilekit import AlreadyExists, Client, Resource
 from reconcilekit.testing import APIServer, NodeSimulator
 from reconcilekit.webhook import WebhookServer
 
-from .admission import add_claim_webhook, own_username
-from .operator import OperatorOptions, build_operator, install_crds
+from ..admission import add_claim_webhook, own_username
+from ..operator import OperatorOptions, build_operator, install_crds
 from .run import play_with_operator
 from .scenario import Progress
 

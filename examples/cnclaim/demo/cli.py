@@ -34,8 +34,8 @@ from reconcilekit import APIConnectionError, APIError, Client, configure_logging
 from reconcilekit.lowlevel import event_loop_options
 from reconcilekit.webhook import CertificateFiles, WebhookServer
 
-from .admission import add_claim_webhook, own_username
-from .operator import CRDInstallError, OperatorOptions, build_operator, install_crds
+from ..admission import add_claim_webhook, own_username
+from ..operator import CRDInstallError, OperatorOptions, build_operator, install_crds
 from .run import OperatorFailed, play_with_operator
 from .scenario import Progress, StepFailed
 

@@ -28,8 +28,8 @@ from reconcilekit import AlreadyExists, Client, NotFound, Resource
 from reconcilekit.sharding import fnv1a64
 from reconcilekit.sharding import shard_of as shard_of_key
 
-from .operator import install_crds
-from .resources import CNCLAIMSETS, CNPOOLS
+from ..operator import install_crds
+from ..resources import CNCLAIMSETS, CNPOOLS
 from .scenario import POD_TEMPLATE, Progress, StepFailed
 
 __all__ = ["run_shard_demo"]
@@ -42,7 +42,7 @@ REPLICAS: Final = ("replica-0", "replica-1", "replica-2")
 NAMESPACE_NAMES: Final = ("apples", "birch", "cedar", "dunes", "ember", "grove")
 NAMESPACES: Final = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 LEASES: Final = Resource("coordination.k8s.io", "v1", "Lease", "leases")
-ROOT: Final = Path(__file__).resolve().parent.parent.parent
+ROOT: Final = Path(__file__).resolve().parents[3]  # the repository root
 
 
 def shard_of(namespace: str) -> int:

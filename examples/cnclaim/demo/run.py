@@ -25,7 +25,7 @@ async def play_with_operator(client: Client, manager: Manager, namespace: str, *
                              step_timeout: float, progress: Progress) -> None:
     """Start ``manager``, play the scenario in ``namespace``, print the tables, stop.
 
-    Raises :class:`~examples.cnclaim.scenario.StepFailed` or :class:`OperatorFailed`
+    Raises :class:`~examples.cnclaim.demo.scenario.StepFailed` or :class:`OperatorFailed`
     (never wrapped in an exception group).
     """
     failures: list[BaseException] = []

@@ -21,7 +21,7 @@ import anyio
 from reconcilekit import AlreadyExists, APIError, Client, EventHandler, NotFound
 from reconcilekit.lowlevel import Informer
 
-from .resources import (
+from ..resources import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     CNCLAIMS,
