@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from ._apiserver import APIServer
+from .apiserver import APIServer
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
