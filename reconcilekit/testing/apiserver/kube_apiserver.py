@@ -17,7 +17,8 @@ from aiohttp import web
 from ...webhook._certificates import ServingCertificate
 from .controllers.builtin_controllers import Lifecycle
 from .endpoints.faults import Faults
-from .endpoints.handler import Handler, ServerSettings
+from .endpoints.filters import ServerSettings
+from .endpoints.handler_chain import Handler
 from .kubeconfig import kubeconfig_document, write_kubeconfig
 from .machinery.resources import Registry
 from .registry.generic_store import Storage

@@ -1,19 +1,16 @@
-"""The HTTP face of the test API server: authentication, routing and verbs.
+"""The HTTP face of the test API server: the filter chain, then the verbs' handlers.
 
-Every failure is answered with a ``kind: Status`` body and kube-apiserver's
-code; an unexpected exception becomes a 500 InternalError Status (and is
-logged), never a traceback or a dropped connection.
+Every request goes through :data:`FILTERS` in order (:mod:`.filters`), then
+to the handler of its verb. Every failure is answered with a ``kind: Status``
+body and kube-apiserver's code; an unexpected exception becomes a 500
+InternalError Status (and is logged), never a traceback or a dropped connection.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import gzip
-import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -22,85 +19,65 @@ from multidict import CIMultiDict
 
 from ...._selector_syntax import go_quote
 from ...._selectors import FieldSelector, LabelSelector, SelectorError
-from ..admission.chain import ADMIN, Admission, RequestUser
+from ..admission.chain import Admission
 from ..apiextensions.version_conversion import Converter
 from ..controllers.builtin_controllers import Lifecycle
 from ..machinery.decoding import go_base64_decode
 from ..machinery.request_info import (
     ResourceRequest,
     int_param,
-    parse_resource_path,
     resource_version,
-    verb_for,
 )
 from ..machinery.resources import Registry
 from ..machinery.status import Cause, DecodeError, StatusError
-from ..machinery.unstructured import timestamp
 from ..registry.generic_store import Storage
 from ..storage.shard_filter import shard_filter
 from ..webhook_client.https_client import WebhookClient
 from . import self_subject_review as self_subject_review
 from .faults import Faults
+from .filters import (
+    Filter,
+    Next,
+    Scope,
+    ServerContext,
+    ServerSettings,
+    answer_errors,
+    authenticate,
+    compress,
+    inject_faults,
+    json_response,
+    resolve_resource,
+    serve_discovery,
+    serve_open_paths,
+    serve_openapi_v2,
+    serve_self_subject_review,
+)
 from .handlers.watch import serve_watch
 from .handlers.writes import DeleteOptions, WriteOptions, Writes, parse_json
 from .negotiation import OBJECT, Rendering, partial_object_metadata, rendering
-from .openapi import V2_PROTOBUF, v2_document, v3_document, v3_root
 from .tables import table
 
-__all__ = ["Handler", "VERSION_INFO"]
+__all__ = ["FILTERS", "Handler"]
 
-log = logging.getLogger("reconcilekit.testing.apiserver")
-
-# the kube-apiserver release whose answers the server gives (checked in CI against it)
-VERSION_INFO = {
-    "major": "1", "minor": "28", "gitVersion": "v1.28.7+reconcilekit",
-    "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.21.7", "compiler": "gc",
-    "platform": "linux/amd64",
-}
-_OPEN_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
-_JSON = "application/json"
-
-
-def _user_info(user: str) -> RequestUser:
-    """Who a token's user is to admission and SelfSubjectReview."""
-    return ADMIN if user == "admin" else RequestUser(user)
+# The way in of every request, outermost first (k8s.io/apiserver's DefaultBuildHandlerChain):
+# each filter answers the request or passes it on; what passes them all is dispatched to
+# the handler of its verb (Handler.dispatch).
+FILTERS: tuple[Filter, ...] = (
+    answer_errors,  # a StatusError or an unexpected exception -> its Status body
+    compress,  # gzip a large answer
+    authenticate,  # bearer token -> user; no header: anonymous
+    serve_open_paths,  # /version, /healthz, /livez, /readyz
+    serve_openapi_v2,
+    serve_self_subject_review,
+    serve_discovery,  # discovery and OpenAPI v3; refuses other non-resource paths
+    resolve_resource,  # the resource and verb (counted); refuses anonymous users
+    inject_faults,  # the latency and failures a test asked for
+)
 
 
 def _everything(obj: Mapping[str, Any]) -> bool:
     """The filter of a request with no selector."""
     return True
-
-
-def _json_response(body: Any, status: int = 200,
-                   headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type=_JSON,
-                        headers=headers)
-
-
-# kube-apiserver gzips an answer (not a watch) larger than 128 KiB for a client that
-# accepts gzip, at level 1 (APIResponseCompression, on by default: responsewriters).
-_GZIP_THRESHOLD = 128 * 1024
-
-
-def _compressed(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
-    if not isinstance(response, web.Response) or response.body is None:
-        return response
-    body = response.body
-    if (not isinstance(body, bytes) or len(body) <= _GZIP_THRESHOLD
-            or "gzip" not in request.headers.get("Accept-Encoding", "")):
-        return response
-    response.body = gzip.compress(body, compresslevel=1)
-    response.headers["Content-Encoding"] = "gzip"
-    return response
-
-
-def _openapi_v2(accept: str) -> web.Response:
-    """``/openapi/v2`` with no definitions: kubectl (which asks for protobuf) then skips
-    client-side validation and leaves it to the server; JSON for anyone else."""
-    if "protobuf" in accept:
-        return web.Response(body=b"", content_type=V2_PROTOBUF)
-    return _json_response(v2_document())
 
 
 def _warnings(warnings: list[str]) -> CIMultiDict[str] | None:
@@ -110,21 +87,15 @@ def _warnings(warnings: list[str]) -> CIMultiDict[str] | None:
     return CIMultiDict(("Warning", f"299 - {go_quote(w)}") for w in warnings)
 
 
-def _error_response(err: StatusError) -> web.Response:
-    return _json_response(err.body(), err.code, err.headers)
-
-
-@dataclass(slots=True)
-class ServerSettings:
-    tokens: Mapping[str, str]  # bearer token -> user name
-    bookmark_interval: float
-    watch_buffer: int
-    address: Callable[[], str]
-    sharded_list_watch: bool = True  # the ShardedListAndWatch feature gate
+def _link(step: Filter, context: ServerContext, next_: Next) -> Next:
+    """``step`` in front of ``next_``."""
+    async def run(request: web.Request, scope: Scope) -> web.StreamResponse:
+        return await step(context, request, scope, next_)
+    return run
 
 
 class Handler:
-    """One aiohttp handler for every path, dispatching on (path, method)."""
+    """One aiohttp handler for every path: the :data:`FILTERS`, then the verb's handler."""
 
     def __init__(self, registry: Registry, storage: Storage, lifecycle: Lifecycle,
                  faults: Faults, requests: Counter[tuple[str, str]],
@@ -139,71 +110,19 @@ class Handler:
         self.converter = Converter(storage, client)
         self.writes = Writes(storage, lifecycle, Admission(storage, registry, client,
                                                            self.converter), self.converter)
+        context = ServerContext(registry, storage, faults, requests, settings)
+        chain: Next = self.dispatch
+        for step in reversed(FILTERS):
+            chain = _link(step, context, chain)
+        self._chain = chain
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        try:
-            return _compressed(request, await self._handle(request))
-        except StatusError as err:
-            return _error_response(err)
-        except (ConnectionResetError, asyncio.CancelledError):
-            raise
-        except Exception as exc:
-            log.exception("internal error serving %s %s", request.method, request.path)
-            return _error_response(StatusError.internal(f"{type(exc).__name__}: {exc}"))
+        return await self._chain(request, Scope())
 
-    def _authenticate(self, request: web.Request) -> str | None:
-        header = request.headers.get("Authorization", "").strip()
-        if not header:
-            return None
-        scheme, _, token = header.partition(" ")
-        user = self.settings.tokens.get(token.strip()) if scheme.lower() == "bearer" else None
-        if user is None:
-            raise StatusError.unauthorized()
-        return user
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        user = self._authenticate(request)
-        path = request.path.rstrip("/") or "/"
-        if path in _OPEN_PATHS:
-            self.requests[("get", path)] += 1
-            if path == "/version":
-                return _json_response(VERSION_INFO)
-            return web.Response(text="ok")
-        parts = [p for p in path.split("/") if p]
-        if path == "/openapi/v2" and user is not None:
-            return _openapi_v2(request.headers.get("Accept", ""))
-        discovery = self_subject_review.discovery(parts, self._discovery(parts))
-        if user is not None:
-            review = self_subject_review.answer(
-                parts, request.method, _user_info(user), timestamp(self.storage.now()))
-            if review is not None:
-                self.requests[("create", self_subject_review.PLURAL)] += 1
-                return _json_response(review, 201)
-        if discovery is not None or not parts or parts[0] not in ("api", "apis") or (
-                parts[0] == "api" and len(parts) < 2) or (parts[0] == "apis" and len(parts) < 3):
-            if user is None:
-                raise StatusError.forbidden_path("system:anonymous", path)
-            if request.method != "GET":
-                raise StatusError.method_not_allowed()
-            if discovery is None:
-                raise StatusError.not_found_path()
-            self.requests[("get", "discovery")] += 1
-            return _json_response(discovery)
-        req = parse_resource_path(self.registry, parts)
-        watch = request.query.get("watch", "") in ("true", "1")
-        verb = verb_for(request.method, req, watch)
-        self.requests[(verb, req.counter_resource)] += 1
-        if user is None:
-            r = req.rtype.resource
-            raise StatusError.forbidden("system:anonymous", verb, req.counter_resource, r.group,
-                                     req.namespace, req.name)
-        who = _user_info(user)
-        delay = self.faults.latency_for(verb, req)
-        if delay > 0:
-            await asyncio.sleep(delay)
-        injected = self.faults.failure_for(verb, req)
-        if injected is not None:
-            return _error_response(injected)
+    async def dispatch(self, request: web.Request, scope: Scope) -> web.StreamResponse:
+        """The handler of the request's verb, once every filter let it through."""
+        req, verb, who = scope.resource, scope.verb, scope.who
+        assert req is not None
         match verb:
             case "get":
                 return await self._get(req, rendering(request.headers.get("Accept", ""),
@@ -220,20 +139,20 @@ class Handler:
                     convert=self._watch_conversion(req))
             case "create" if req.subresource == "binding":
                 self.writes.bind(req, await _body(request), self._manager(request))
-                return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                        "status": "Success", "code": 201}, 201)
             case "create":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                              "CreateOptions")
                 obj = await self.writes.create(req, await _body(request),
                                                self._manager(request), opts, user=who)
-                return _json_response(self._out(req, obj), 201, _warnings(opts.warnings))
+                return json_response(self._out(req, obj), 201, _warnings(opts.warnings))
             case "update":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                              "UpdateOptions")
                 obj = await self.writes.update(req, await _body(request),
                                                self._manager(request), opts, user=who)
-                return _json_response(self._out(req, obj), 200, _warnings(opts.warnings))
+                return json_response(self._out(req, obj), 200, _warnings(opts.warnings))
             case "patch":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                              "PatchOptions")
@@ -242,13 +161,13 @@ class Handler:
                                                     self._manager(request),
                                                     bool(request.query.get("fieldManager")),
                                                     opts, user=who)
-                return _json_response(self._out(req, obj), code, _warnings(opts.warnings))
+                return json_response(self._out(req, obj), code, _warnings(opts.warnings))
             case "delete":
                 options = DeleteOptions.parse(await request.read(), request.query,
                                               request.query.getall("dryRun", []))
                 warnings: list[str] = []
                 obj, gone = await self.writes.delete(req, options, user=who, warnings=warnings)
-                return _json_response(self._deleted(req, obj, gone), 200, _warnings(warnings))
+                return json_response(self._deleted(req, obj, gone), 200, _warnings(warnings))
             case _:
                 options = DeleteOptions.parse(await request.read(), request.query,
                                               request.query.getall("dryRun", []))
@@ -256,27 +175,11 @@ class Handler:
                 deleted = await self.writes.delete_collection(
                     req, self._filter(req, request.query), options, user=who,
                     warnings=warnings)
-                return _json_response({
+                return json_response({
                     "kind": req.rtype.list_kind, "apiVersion": req.rtype.group_version,
                     "metadata": {"resourceVersion": str(self.storage.rv)},
                     "items": [_list_item(self._out(req, o), req.rtype.builtin)
                               for o in deleted]}, 200, _warnings(warnings))
-
-    def _discovery(self, parts: list[str]) -> dict[str, Any] | None:
-        if parts[:2] == ["openapi", "v3"]:
-            return v3_root(self.registry) if len(parts) == 2 else v3_document(
-                self.registry, "/".join(parts[2:]))
-        if parts == ["api"]:
-            return self.registry.api_versions(self.settings.address())
-        if len(parts) == 2 and parts[0] == "api":
-            return self.registry.api_resource_list("", parts[1])
-        if parts == ["apis"]:
-            return self.registry.api_group_list()
-        if len(parts) == 2 and parts[0] == "apis":
-            return self.registry.api_group(parts[1])
-        if len(parts) == 3 and parts[0] == "apis":
-            return self.registry.api_resource_list(parts[1], parts[2])
-        return None
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -327,11 +230,11 @@ class Handler:
         obj = await self.writes.shown(req, self.storage.get(req.rtype, self._namespace(req),
                                                              req.name))
         if shown.form == "table":
-            return _json_response(table(req.rtype, [obj], {
+            return json_response(table(req.rtype, [obj], {
                 "resourceVersion": obj["metadata"]["resourceVersion"]}, self.storage.now()))
         if shown.form == "metadata":
-            return _json_response(partial_object_metadata(obj, shown.version))
-        return _json_response(obj)
+            return json_response(partial_object_metadata(obj, shown.version))
+        return json_response(obj)
 
     def _filter(self, req: ResourceRequest,
                 query: Mapping[str, str]) -> Callable[[Mapping[str, Any]], bool]:
@@ -418,13 +321,13 @@ class Handler:
         if (shards := shard_filter(query, self.settings.sharded_list_watch)) is not None:
             shards.mark_list(meta)
         if shown.form == "table":
-            return _json_response(table(req.rtype, selected, meta, self.storage.now()))
+            return json_response(table(req.rtype, selected, meta, self.storage.now()))
         if shown.form == "metadata":
-            return _json_response({
+            return json_response({
                 "kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{shown.version}",
                 "metadata": meta,
                 "items": [partial_object_metadata(o, shown.version) for o in selected]})
-        return _json_response({"kind": req.rtype.list_kind,
+        return json_response({"kind": req.rtype.list_kind,
                                "apiVersion": req.rtype.group_version,
                                "metadata": meta, "items": items})
 
