@@ -11,17 +11,17 @@
   can black-hole its open connections.
 """
 
-from ._apiserver import APIServer as APIServer
 from ._cluster import Cluster as Cluster
 from ._cluster import HTTPResult as HTTPResult
 from ._control_plane import ControlPlane as ControlPlane
 from ._control_plane import ControlPlaneError as ControlPlaneError
 from ._eventually import eventually as eventually
 from ._fake_clock import FakeClock as FakeClock
-from ._faults import Faults as Faults
 from ._nodes import NodeSimulator as NodeSimulator
 from ._tcp_proxy import TCPProxy as TCPProxy
 from ._webhook_install import installed_webhooks as installed_webhooks
+from .apiserver import APIServer as APIServer
+from .apiserver import Faults as Faults
 
 __all__ = [
     "APIServer",

@@ -13,8 +13,8 @@ import signal
 import sys
 from pathlib import Path
 
-from ._apiserver import APIServer
-from ._extras import MissingExtraError
+from .apiserver import APIServer
+from .apiserver.extra import MissingExtraError
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

@@ -22,8 +22,7 @@ import orjson
 import yaml
 from multidict import CIMultiDict
 
-from ._apiserver import APIServer
-from ._faults import Faults
+from .apiserver import APIServer, Faults
 
 __all__ = ["Cluster", "HTTPResult"]
 

@@ -57,8 +57,8 @@ import anyio.to_thread
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ._kubeconfig import kubeconfig_document, write_kubeconfig
 from ._tls import ServingCertificate
+from .apiserver.kubeconfig import kubeconfig_document, write_kubeconfig
 
 __all__ = ["ASSETS_ENV", "ControlPlane", "ControlPlaneError", "assets_from_env"]
 

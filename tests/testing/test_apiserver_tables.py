@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reconcilekit.testing import Cluster
-from reconcilekit.testing._tables import human_duration
+from reconcilekit.testing.apiserver.endpoints.tables import human_duration
 
 from conftest import PROBE_CRD
 

@@ -1,0 +1,1 @@
+"""The admission chain: webhook configurations, match conditions, the calls and their answers."""

@@ -1,0 +1,1 @@
+"""CustomResourceDefinitions: validation, schemas, CEL rules, conversion calls."""

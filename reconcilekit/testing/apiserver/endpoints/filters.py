@@ -1,0 +1,247 @@
+"""The filters in front of the handlers, each one small step of a request's way in.
+
+As in k8s.io/apiserver's DefaultBuildHandlerChain, a request goes through
+the filters in the order :data:`..handler_chain.FILTERS` declares; each either
+answers it or passes it on (``next_``), with what it learned in the
+:class:`Scope`. Every failure is a :class:`StatusError`; the outermost filter
+answers it with a ``kind: Status`` body and kube-apiserver's code, and an
+unexpected exception with a 500 InternalError Status (logged), never a
+traceback or a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ..admission.chain import ADMIN, RequestUser
+from ..machinery.request_info import ResourceRequest, parse_resource_path, verb_for
+from ..machinery.resources import Registry
+from ..machinery.status import StatusError
+from ..machinery.unstructured import timestamp
+from ..registry.generic_store import Storage
+from . import self_subject_review
+from .faults import Faults
+from .openapi import V2_PROTOBUF, v2_document, v3_document, v3_root
+
+__all__ = ["VERSION_INFO", "Filter", "Next", "Scope", "ServerContext", "ServerSettings",
+           "answer_errors", "authenticate", "compress", "inject_faults", "json_response",
+           "resolve_resource", "serve_discovery", "serve_open_paths", "serve_openapi_v2",
+           "serve_self_subject_review", "status_response"]
+
+log = logging.getLogger("reconcilekit.testing.apiserver")
+
+# the kube-apiserver release whose answers the server gives (checked in CI against it)
+VERSION_INFO = {
+    "major": "1", "minor": "28", "gitVersion": "v1.28.7+reconcilekit",
+    "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.21.7", "compiler": "gc",
+    "platform": "linux/amd64",
+}
+_OPEN_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+_JSON = "application/json"
+# kube-apiserver gzips an answer (not a watch) larger than 128 KiB for a client that
+# accepts gzip, at level 1 (APIResponseCompression, on by default: responsewriters).
+_GZIP_THRESHOLD = 128 * 1024
+
+
+@dataclass(slots=True)
+class ServerSettings:
+    tokens: Mapping[str, str]  # bearer token -> user name
+    bookmark_interval: float
+    watch_buffer: int
+    address: Callable[[], str]
+    sharded_list_watch: bool = True  # the ShardedListAndWatch feature gate
+
+
+@dataclass(slots=True)
+class ServerContext:
+    """What the filters read of the server: the same for every request."""
+
+    registry: Registry
+    storage: Storage
+    faults: Faults
+    requests: Counter[tuple[str, str]]  # (verb, resource or path) -> requests served
+    settings: ServerSettings
+
+
+@dataclass(slots=True)
+class Scope:
+    """What the filters learned of one request so far."""
+
+    path: str = "/"
+    parts: list[str] = field(default_factory=list)
+    user: str | None = None  # None: anonymous (no Authorization header)
+    resource: ResourceRequest | None = None  # set by resolve_resource
+    verb: str = ""
+
+    @property
+    def who(self) -> RequestUser:
+        """Who the user is to admission and SelfSubjectReview."""
+        return ADMIN if self.user == "admin" else RequestUser(self.user or "")
+
+
+Next = Callable[[web.Request, Scope], Awaitable[web.StreamResponse]]
+Filter = Callable[[ServerContext, web.Request, Scope, Next], Awaitable[web.StreamResponse]]
+
+
+def json_response(body: Any, status: int = 200,
+                  headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=_JSON,
+                        headers=headers)
+
+
+def status_response(err: StatusError) -> web.Response:
+    return json_response(err.body(), err.code, err.headers)
+
+
+async def answer_errors(ctx: ServerContext, request: web.Request, scope: Scope,
+                        next_: Next) -> web.StreamResponse:
+    """A failure becomes its Status; an unexpected exception a 500 InternalError."""
+    try:
+        return await next_(request, scope)
+    except StatusError as err:
+        return status_response(err)
+    except (ConnectionResetError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        log.exception("internal error serving %s %s", request.method, request.path)
+        return status_response(StatusError.internal(f"{type(exc).__name__}: {exc}"))
+
+
+async def compress(ctx: ServerContext, request: web.Request, scope: Scope,
+                   next_: Next) -> web.StreamResponse:
+    """Gzip a large answer for a client that accepts it (a Status or a watch never)."""
+    response = await next_(request, scope)
+    if not isinstance(response, web.Response) or response.body is None:
+        return response
+    body = response.body
+    if (not isinstance(body, bytes) or len(body) <= _GZIP_THRESHOLD
+            or "gzip" not in request.headers.get("Accept-Encoding", "")):
+        return response
+    response.body = gzip.compress(body, compresslevel=1)
+    response.headers["Content-Encoding"] = "gzip"
+    return response
+
+
+async def authenticate(ctx: ServerContext, request: web.Request, scope: Scope,
+                       next_: Next) -> web.StreamResponse:
+    """A bearer token names the user (401 for an unknown one); no header: anonymous."""
+    header = request.headers.get("Authorization", "").strip()
+    if header:
+        kind, _, token = header.partition(" ")
+        user = ctx.settings.tokens.get(token.strip()) if kind.lower() == "bearer" else None
+        if user is None:
+            raise StatusError.unauthorized()
+        scope.user = user
+    scope.path = request.path.rstrip("/") or "/"
+    scope.parts = [p for p in scope.path.split("/") if p]
+    return await next_(request, scope)
+
+
+async def serve_open_paths(ctx: ServerContext, request: web.Request, scope: Scope,
+                           next_: Next) -> web.StreamResponse:
+    """``/version``, ``/healthz``, ``/livez``, ``/readyz``: for anyone."""
+    if scope.path not in _OPEN_PATHS:
+        return await next_(request, scope)
+    ctx.requests[("get", scope.path)] += 1
+    if scope.path == "/version":
+        return json_response(VERSION_INFO)
+    return web.Response(text="ok")
+
+
+async def serve_openapi_v2(ctx: ServerContext, request: web.Request, scope: Scope,
+                           next_: Next) -> web.StreamResponse:
+    """``/openapi/v2`` with no definitions: kubectl (which asks for protobuf) then skips
+    client-side validation and leaves it to the server; JSON for anyone else."""
+    if scope.path != "/openapi/v2" or scope.user is None:
+        return await next_(request, scope)
+    if "protobuf" in request.headers.get("Accept", ""):
+        return web.Response(body=b"", content_type=V2_PROTOBUF)
+    return json_response(v2_document())
+
+
+async def serve_self_subject_review(ctx: ServerContext, request: web.Request, scope: Scope,
+                                    next_: Next) -> web.StreamResponse:
+    """A SelfSubjectReview's create: who the request's user is."""
+    if scope.user is not None:
+        review = self_subject_review.answer(scope.parts, request.method, scope.who,
+                                            timestamp(ctx.storage.now()))
+        if review is not None:
+            ctx.requests[("create", self_subject_review.PLURAL)] += 1
+            return json_response(review, 201)
+    return await next_(request, scope)
+
+
+def _discovery(ctx: ServerContext, parts: list[str]) -> dict[str, Any] | None:
+    """The discovery or OpenAPI v3 document at ``parts``, if it is one."""
+    registry = ctx.registry
+    if parts[:2] == ["openapi", "v3"]:
+        return v3_root(registry) if len(parts) == 2 else v3_document(
+            registry, "/".join(parts[2:]))
+    if parts == ["api"]:
+        return registry.api_versions(ctx.settings.address())
+    if len(parts) == 2 and parts[0] == "api":
+        return registry.api_resource_list("", parts[1])
+    if parts == ["apis"]:
+        return registry.api_group_list()
+    if len(parts) == 2 and parts[0] == "apis":
+        return registry.api_group(parts[1])
+    if len(parts) == 3 and parts[0] == "apis":
+        return registry.api_resource_list(parts[1], parts[2])
+    return None
+
+
+async def serve_discovery(ctx: ServerContext, request: web.Request, scope: Scope,
+                          next_: Next) -> web.StreamResponse:
+    """Discovery and OpenAPI v3 documents; any other path outside ``/api/V`` and
+    ``/apis/G/V`` is refused (403 to anonymous, 405 but for GET, else 404)."""
+    parts = scope.parts
+    discovery = self_subject_review.discovery(parts, _discovery(ctx, parts))
+    if discovery is None and parts and parts[0] in ("api", "apis") and not (
+            parts[0] == "api" and len(parts) < 2) and not (
+            parts[0] == "apis" and len(parts) < 3):
+        return await next_(request, scope)
+    if scope.user is None:
+        raise StatusError.forbidden_path("system:anonymous", scope.path)
+    if request.method != "GET":
+        raise StatusError.method_not_allowed()
+    if discovery is None:
+        raise StatusError.not_found_path()
+    ctx.requests[("get", "discovery")] += 1
+    return json_response(discovery)
+
+
+async def resolve_resource(ctx: ServerContext, request: web.Request, scope: Scope,
+                           next_: Next) -> web.StreamResponse:
+    """The resource and verb a request is about (counted); anonymous users may not."""
+    req = parse_resource_path(ctx.registry, scope.parts)
+    watch = request.query.get("watch", "") in ("true", "1")
+    scope.resource, scope.verb = req, verb_for(request.method, req, watch)
+    ctx.requests[(scope.verb, req.counter_resource)] += 1
+    if scope.user is None:
+        r = req.rtype.resource
+        raise StatusError.forbidden("system:anonymous", scope.verb, req.counter_resource,
+                                    r.group, req.namespace, req.name)
+    return await next_(request, scope)
+
+
+async def inject_faults(ctx: ServerContext, request: web.Request, scope: Scope,
+                        next_: Next) -> web.StreamResponse:
+    """The latency and failures a test asked for (:class:`Faults`), before the handler."""
+    assert scope.resource is not None
+    delay = ctx.faults.latency_for(scope.verb, scope.resource)
+    if delay > 0:
+        await asyncio.sleep(delay)
+    injected = ctx.faults.failure_for(scope.verb, scope.resource)
+    if injected is not None:
+        return status_response(injected)
+    return await next_(request, scope)

@@ -1,0 +1,1 @@
+"""The handlers of the verbs, each behind the filter chain (endpoints/handlers)."""

@@ -1,0 +1,125 @@
+"""Parsing a Kubernetes REST request: the path, the verb and the query.
+
+Paths follow kube-apiserver's layout::
+
+    /api/v1[/namespaces/{ns}]/{plural}[/{name}[/{subresource}]]
+    /apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/{subresource}]]
+
+``/api/v1/namespaces/{name}[/status]`` addresses Namespaces themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .resources import Registry, ResourceType
+from .status import StatusError
+
+_INT = re.compile(r"^[+-]?[0-9]+$")
+
+__all__ = ["ResourceRequest", "go_int", "int_param", "parse_resource_path", "resource_version",
+           "verb_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRequest:
+    rtype: ResourceType
+    namespace: str | None  # None: all namespaces (or a cluster-scoped resource)
+    name: str | None
+    subresource: str | None
+
+    @property
+    def counter_resource(self) -> str:
+        plural = self.rtype.resource.plural
+        return f"{plural}/{self.subresource}" if self.subresource else plural
+
+
+def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest:
+    """``parts`` are the path segments after ``/api/v1`` or ``/apis/G/V``, plus the prefix.
+
+    Raises a 404 StatusError for an unknown resource or a malformed path.
+    """
+    if parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    else:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    if rest and rest[0] == "watch":  # legacy /watch/ prefix
+        rest = rest[1:]
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        candidate = registry.lookup(group, version, rest[2])
+        if candidate is not None and candidate.resource.namespaced:
+            namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        raise StatusError.not_found_path()
+    rtype = registry.lookup(group, version, rest[0])
+    if rtype is None:
+        raise StatusError.not_found_path()
+    name = rest[1] if len(rest) >= 2 else None
+    sub = rest[2] if len(rest) == 3 else None
+    if sub is not None and not ((sub == "status" and rtype.status_subresource)
+                                or (sub == "binding" and rtype.resource.plural == "pods"
+                                and rtype.resource.group == "")):
+        raise StatusError.not_found_path()
+    if not rtype.resource.namespaced and namespace is not None:
+        raise StatusError.not_found_path()
+    if rtype.resource.namespaced and name is not None and namespace is None:
+        raise StatusError.not_found_path()
+    return ResourceRequest(rtype, namespace, name, sub)
+
+
+def verb_for(method: str, req: ResourceRequest, watch: bool) -> str:
+    """kube-apiserver's verb for an HTTP method on a resource path (405 if none)."""
+    collection = req.name is None
+    if req.subresource == "binding":  # create-only, like kube-apiserver's pods/binding
+        if method != "POST":
+            raise StatusError.method_not_allowed()
+        return "create"
+    if req.subresource and method not in ("GET", "PUT", "PATCH"):
+        raise StatusError.method_not_allowed()
+    match method, collection:
+        case "GET", True:
+            return "watch" if watch else "list"
+        case "GET", False:
+            return "watch" if watch else "get"
+        case "POST", True:
+            return "create"
+        case "PUT", False:
+            return "update"
+        case "PATCH", False:
+            return "patch"
+        case "DELETE", True:
+            return "deletecollection"
+        case "DELETE", False:
+            return "delete"
+    raise StatusError.method_not_allowed()
+
+
+def go_int(value: str) -> int:
+    """Go's ``strconv.ParseInt`` of a query parameter (400 BadRequest with its error)."""
+    if not _INT.match(value):
+        raise StatusError.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    return int(value)
+
+
+def int_param(query: Mapping[str, str], name: str, default: int) -> int:
+    """An integer query parameter (``limit``, ``timeoutSeconds``); below 0 counts as unset."""
+    value = query.get(name)
+    if value is None or value == "":
+        return default
+    number = go_int(value)
+    return default if number < 0 else number
+
+
+def resource_version(value: str) -> int:
+    """A resourceVersion query parameter as an integer.
+
+    kube-apiserver answers an unparsable one with a 500 naming the parameter
+    (the storage layer's error, passed on).
+    """
+    if not value.isdigit():
+        raise StatusError(500, "", f'resourceVersion: Invalid value: "{value}": '
+                       f'strconv.ParseUint: parsing "{value}": invalid syntax')
+    return int(value)

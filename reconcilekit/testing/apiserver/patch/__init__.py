@@ -1,0 +1,1 @@
+"""Patches of every kind kube-apiserver accepts, and server-side apply's field ownership."""
