@@ -7,28 +7,29 @@ The layout follows k8s.io/apiserver's own parts, so that a reader who knows
 them finds each counterpart. Bottom to top (a part imports only parts below
 it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
 
-1. ``kubeconfig.py``: the kubeconfig document a client of the server uses.
-2. ``machinery/``: what every part shares (k8s.io/apimachinery): the object
+1. ``extra.py``: the ``testing`` extra the server needs (checked when one is made).
+2. ``kubeconfig.py``: the kubeconfig document a client of the server uses.
+3. ``machinery/``: what every part shares (k8s.io/apimachinery): the object
    alias, ``kind: Status`` errors, the served resource types, what a request
    is about, name and metadata validation, decoding into the kinds' Go types.
-3. ``patch/``: JSON patch, merge patch, strategic merge patch and its schemas,
+4. ``patch/``: JSON patch, merge patch, strategic merge patch and its schemas,
    server-side apply's field ownership.
-4. ``storage/``: the watch cache's events and watchers, sharded list/watch.
-5. ``registry/``: the generic store (resourceVersions, optimistic
+5. ``storage/``: the watch cache's events and watchers, sharded list/watch.
+6. ``registry/``: the generic store (resourceVersions, optimistic
    concurrency, graceful deletion, finalizers, owner index) and the kinds'
    strategies, update rules and Pod defaults it applies.
-6. ``webhook_client/``: calling a webhook over HTTPS (k8s.io/apiserver's
+7. ``webhook_client/``: calling a webhook over HTTPS (k8s.io/apiserver's
    util/webhook), and the validation of where one is called.
-7. ``apiextensions/``: CRDs: their validation, the types they serve,
+8. ``apiextensions/``: CRDs: their validation, the types they serve,
    structural schemas, CEL rules, conversion between versions.
-8. ``admission/``: the admission chain, webhook configurations, match conditions.
-9. ``controllers/``: what kube-controller-manager and the apiextensions
-   server do on their own (namespace lifecycle, CRD establishing and cleanup,
-   garbage collection), run right after the write that triggers them.
-10. ``endpoints/``: the HTTP front: the filter chain, the handlers of each
+9. ``admission/``: the admission chain, webhook configurations, match conditions.
+10. ``controllers/``: what kube-controller-manager and the apiextensions
+    server do on their own (namespace lifecycle, CRD establishing and cleanup,
+    garbage collection), run right after the write that triggers them.
+11. ``endpoints/``: the HTTP front: the filter chain, the handlers of each
     verb (the write path: create, update, patch, apply, delete), content
     negotiation, tables, discovery and OpenAPI documents, fault injection.
-11. ``kube_apiserver.py``: :class:`APIServer`, which puts them together and serves.
+12. ``kube_apiserver.py``: :class:`APIServer`, which puts them together and serves.
 """
 
 from .endpoints.faults import Faults
