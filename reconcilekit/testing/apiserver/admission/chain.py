@@ -2,7 +2,7 @@
 ValidatingAdmissionWebhook plugins, for the in-process server's writes.
 
 Expected flow of one write (create, update, patch, apply, delete, and the
-``status`` subresource), driven by :mod:`..endpoints.handlers.writes`:
+``status`` subresource), driven by the write verbs of :mod:`..endpoints.handlers`:
 
 1. the body is decoded and defaulted in the request's version;
 2. :meth:`Admission.mutate`: the mutating webhooks of every
@@ -211,7 +211,7 @@ class Admission:
                         hook.name, outcome.error)
             r = attrs.rtype.resource
             raise StatusError.forbidden_because(r.group_resource, attrs.name or "", r.group,
-                                             outcome.error)
+                                                outcome.error)
         return invocation if outcome.call else None
 
     def _equivalents(self, rtype: ResourceType, hook: Webhook) -> list[ResourceType]:
@@ -286,13 +286,13 @@ class Admission:
             raise StatusError.internal(str(err)) from None
         if not isinstance(operations, list):
             raise StatusError.internal(f"json: cannot unmarshal {json_type(operations)} into Go "
-                                    "value of type jsonpatch.Patch")
+                                       "value of type jsonpatch.Patch")
         if not operations:
             return False
         if obj is None:
             raise StatusError.internal(f"admission webhook {go_quote(hook.name)} attempted to "
-                                    "modify the object, which is not supported for this "
-                                    "operation")
+                                       "modify the object, which is not supported for this "
+                                       "operation")
         if response.get("patchType") != "JSONPatch":
             raise _CallFailed(f"unsupported patch type {go_quote(str(response['patchType']))}")
         try:
@@ -301,7 +301,7 @@ class Admission:
             raise StatusError.internal(str(err)) from None
         if not isinstance(patched, dict):
             raise StatusError.internal(f"json: cannot unmarshal {json_type(patched)} into Go value "
-                                    f"of type {rtype.resource.kind}")
+                                       f"of type {rtype.resource.kind}")
         try:
             if rtype.builtin:
                 patched = decode(rtype, dict(patched, metadata=patched.get("metadata") or {}))
@@ -373,7 +373,7 @@ class Admission:
             if hook.side_effects is None:
                 raise _CallFailed("Webhook SideEffects is nil")
             raise StatusError.bad_request(f"admission webhook {go_quote(hook.name)} does not "
-                                       "support dry run")
+                                          "support dry run")
         version = next((v for v in hook.review_versions if v in ("v1", "v1beta1")), "v1")
         uid = str(uuid.uuid4())
         review = {"kind": "AdmissionReview", "apiVersion": f"{_REVIEW_GROUP}/{version}",

@@ -88,7 +88,7 @@ def _free_variables(node: Node, bound: frozenset[str] = frozenset()) -> set[str]
     free = set() if node.target is None else _free_variables(node.target, bound)
     args = node.args
     if (node.kind is Kind.CALL and node.name in _MACROS and node.target is not None
-            and args and args[0].kind is Kind.IDENT):
+        and args and args[0].kind is Kind.IDENT):
         bound, args = bound | {args[0].name}, args[1:]
     for arg in args:
         free |= _free_variables(arg, bound)
@@ -159,4 +159,4 @@ def evaluate(conditions: Sequence[MatchCondition], failure_policy: str, request:
     if failure_policy == "Ignore":
         return MatchOutcome(False)
     return MatchOutcome(False, errors[0] if len(errors) == 1 else
-                   "[" + ", ".join(errors) + "]")
+                        "[" + ", ".join(errors) + "]")

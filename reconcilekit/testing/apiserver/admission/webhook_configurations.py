@@ -147,7 +147,7 @@ def configuration_errors(rtype: ResourceType, obj: Obj) -> list[Cause]:
             continue
         causes.extend(_hook_errors(hook, path, mutating))
         causes.extend(review_version_errors(hook.get("admissionReviewVersions"),
-                                             f"{path}.admissionReviewVersions"))
+                                            f"{path}.admissionReviewVersions"))
         name = hook.get("name")
         if isinstance(name, str) and name:
             if name in names:
@@ -208,8 +208,8 @@ def _rule_errors(rule: Obj, path: str) -> list[Cause]:
         causes.append(required(f"{path}.operations"))
     if len(operations) > 1 and "*" in operations:
         causes.append(invalid_slice(f"{path}.operations", operations,
-                                     "if '*' is present, must not specify other operations",
-                                     "admissionregistration.OperationType"))
+                                    "if '*' is present, must not specify other operations",
+                                    "admissionregistration.OperationType"))
     for k, operation in enumerate(operations):
         if operation not in _OPERATIONS:
             causes.append(_not_supported(f"{path}.operations[{k}]", operation, _OPERATIONS))
@@ -218,13 +218,13 @@ def _rule_errors(rule: Obj, path: str) -> list[Cause]:
         causes.append(required(f"{path}.apiGroups"))
     if len(groups) > 1 and "*" in groups:
         causes.append(invalid_slice(f"{path}.apiGroups", groups,
-                                     "if '*' is present, must not specify other API groups"))
+                                    "if '*' is present, must not specify other API groups"))
     versions = rule.get("apiVersions") or []
     if not versions:
         causes.append(required(f"{path}.apiVersions"))
     if len(versions) > 1 and "*" in versions:
         causes.append(invalid_slice(f"{path}.apiVersions", versions,
-                                     "if '*' is present, must not specify other API versions"))
+                                    "if '*' is present, must not specify other API versions"))
     causes.extend(required(f"{path}.apiVersions[{k}]")
                   for k, version in enumerate(versions) if version == "")
     causes.extend(_resource_errors(rule.get("resources") or [], f"{path}.resources"))
@@ -265,7 +265,7 @@ def _resource_errors(resources: list[Any], path: str) -> list[Cause]:
             with_any_res.add(sub)
     if len(resources) > 1 and "*/*" in resources:
         causes.append(invalid_slice(path, resources,
-                                     "if '*/*' is present, must not specify other resources"))
+                                    "if '*/*' is present, must not specify other resources"))
     if single_wildcard and plain:
         causes.append(invalid_slice(path, resources, "if '*' is present, must not specify "
                                                       "other resources without subresources"))

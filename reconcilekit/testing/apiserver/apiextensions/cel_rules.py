@@ -148,9 +148,9 @@ def _compile(raw: Mapping[str, Any]) -> _CompiledRule:
     text = str(raw.get("rule", ""))
     expression = str(raw.get("messageExpression") or "")
     return _CompiledRule(text, str(raw.get("message") or ""), str(raw.get("fieldPath") or ""),
-                 str(raw.get("reason") or "FieldValueInvalid"),
-                 re.search(r"\boldSelf\b", text) is not None, _compile_one(text),
-                 _compile_one(expression) if expression else None)
+                         str(raw.get("reason") or "FieldValueInvalid"),
+                         re.search(r"\boldSelf\b", text) is not None, _compile_one(text),
+                         _compile_one(expression) if expression else None)
 
 
 def compile_errors(schema: Mapping[str, Any], path: str) -> list[Cause]:

@@ -185,7 +185,7 @@ class Lifecycle:
             return
         wanted: tuple[tuple[str, dict[str, Any]], ...] = (
                  ("serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
-                                       "metadata": {"name": "default"}}),
+                                      "metadata": {"name": "default"}}),
                   ("configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
                                   "metadata": {"name": "kube-root-ca.crt"},
                                   "data": {"ca.crt": self.root_ca}}))

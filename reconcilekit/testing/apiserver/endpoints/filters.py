@@ -125,7 +125,7 @@ async def compress(ctx: ServerContext, request: web.Request, scope: Scope,
         return response
     body = response.body
     if (not isinstance(body, bytes) or len(body) <= _GZIP_THRESHOLD
-            or "gzip" not in request.headers.get("Accept-Encoding", "")):
+        or "gzip" not in request.headers.get("Accept-Encoding", "")):
         return response
     response.body = gzip.compress(body, compresslevel=1)
     response.headers["Content-Encoding"] = "gzip"

@@ -52,8 +52,13 @@ from .filters import (
     serve_openapi_v2,
     serve_self_subject_review,
 )
+from .handlers.create import create
+from .handlers.delete import delete, delete_collection
+from .handlers.patch import patch
+from .handlers.update import bind, update
 from .handlers.watch import serve_watch
-from .handlers.writes import DeleteOptions, WriteOptions, Writes, parse_json
+from .handlers.write_options import DeleteOptions, WriteOptions, parse_json
+from .handlers.write_path import WritePath
 from .negotiation import OBJECT, Rendering, partial_object_metadata, rendering
 from .tables import table
 
@@ -108,8 +113,8 @@ class Handler:
         self.settings = settings
         self.webhooks = client = WebhookClient()
         self.converter = Converter(storage, client)
-        self.writes = Writes(storage, lifecycle, Admission(storage, registry, client,
-                                                           self.converter), self.converter)
+        self.writes = WritePath(storage, lifecycle, Admission(storage, registry, client,
+                                                              self.converter), self.converter)
         context = ServerContext(registry, storage, faults, requests, settings)
         chain: Next = self.dispatch
         for step in reversed(FILTERS):
@@ -138,42 +143,42 @@ class Handler:
                     metadata_version=shown.version if shown.form == "metadata" else None,
                     convert=self._watch_conversion(req))
             case "create" if req.subresource == "binding":
-                self.writes.bind(req, await _body(request), self._manager(request))
+                bind(self.writes, req, await _body(request), self._manager(request))
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                       "status": "Success", "code": 201}, 201)
+                                      "status": "Success", "code": 201}, 201)
             case "create":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
-                                             "CreateOptions")
-                obj = await self.writes.create(req, await _body(request),
-                                               self._manager(request), opts, user=who)
+                                          "CreateOptions")
+                obj = await create(self.writes, req, await _body(request),
+                                   self._manager(request), opts, user=who)
                 return json_response(self._out(req, obj), 201, _warnings(opts.warnings))
             case "update":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
-                                             "UpdateOptions")
-                obj = await self.writes.update(req, await _body(request),
-                                               self._manager(request), opts, user=who)
+                                          "UpdateOptions")
+                obj = await update(self.writes, req, await _body(request),
+                                   self._manager(request), opts, user=who)
                 return json_response(self._out(req, obj), 200, _warnings(opts.warnings))
             case "patch":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
-                                             "PatchOptions")
+                                          "PatchOptions")
                 content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-                code, obj = await self.writes.patch(req, content_type, await request.read(),
-                                                    self._manager(request),
-                                                    bool(request.query.get("fieldManager")),
-                                                    opts, user=who)
+                code, obj = await patch(self.writes, req, content_type, await request.read(),
+                                        self._manager(request),
+                                        bool(request.query.get("fieldManager")),
+                                        opts, user=who)
                 return json_response(self._out(req, obj), code, _warnings(opts.warnings))
             case "delete":
                 options = DeleteOptions.parse(await request.read(), request.query,
                                               request.query.getall("dryRun", []))
                 warnings: list[str] = []
-                obj, gone = await self.writes.delete(req, options, user=who, warnings=warnings)
+                obj, gone = await delete(self.writes, req, options, user=who, warnings=warnings)
                 return json_response(self._deleted(req, obj, gone), 200, _warnings(warnings))
             case _:
                 options = DeleteOptions.parse(await request.read(), request.query,
                                               request.query.getall("dryRun", []))
                 warnings = []
-                deleted = await self.writes.delete_collection(
-                    req, self._filter(req, request.query), options, user=who,
+                deleted = await delete_collection(
+                    self.writes, req, self._filter(req, request.query), options, user=who,
                     warnings=warnings)
                 return json_response({
                     "kind": req.rtype.list_kind, "apiVersion": req.rtype.group_version,
@@ -228,7 +233,7 @@ class Handler:
     async def _get(self, req: ResourceRequest, shown: Rendering = OBJECT) -> web.Response:
         assert req.name is not None
         obj = await self.writes.shown(req, self.storage.get(req.rtype, self._namespace(req),
-                                                             req.name))
+                                                            req.name))
         if shown.form == "table":
             return json_response(table(req.rtype, [obj], {
                 "resourceVersion": obj["metadata"]["resourceVersion"]}, self.storage.now()))
@@ -272,14 +277,14 @@ class Handler:
             if match == "Exact" or (not match and limit > 0):
                 if wanted > self.storage.rv:  # etcd's own error, passed on
                     raise StatusError(500, "", "etcdserver: mvcc: required revision is a "
-                                   "future revision")
+                                      "future revision")
                 list_rv = wanted
                 objects = self.storage.snapshot(
                     req.rtype, wanted, expired="The resourceVersion for the provided list is "
                     "too old.")
             elif wanted > self.storage.rv:  # the watch cache says when to retry, etcd not
                 raise StatusError(504, "Timeout", f"Timeout: Too large resource version: {wanted}, "
-                               f"current: {self.storage.rv}", {"causes": [{
+                                  f"current: {self.storage.rv}", {"causes": [{
                                    "reason": "ResourceVersionTooLarge",
                                    "message": "Too large resource version"}],
                                    **({} if limit > 0 else {"retryAfterSeconds": 1})})
@@ -328,8 +333,8 @@ class Handler:
                 "metadata": meta,
                 "items": [partial_object_metadata(o, shown.version) for o in selected]})
         return json_response({"kind": req.rtype.list_kind,
-                               "apiVersion": req.rtype.group_version,
-                               "metadata": meta, "items": items})
+                              "apiVersion": req.rtype.group_version,
+                              "metadata": meta, "items": items})
 
 
 # -- request parsing helpers ---------------------------------------------------------
@@ -381,14 +386,14 @@ def _decode_continue(token: str) -> tuple[int, str]:
     if not isinstance(data, dict) or data.get("v") != "meta.k8s.io/v1":
         version = data.get("v") if isinstance(data, dict) else None
         raise StatusError.bad_request(f"{invalid}: server does not recognize this encoded "
-                                   f"version {version or ''}".rstrip())
+                                      f"version {version or ''}".rstrip())
     rv, start = data.get("rv"), data.get("start")
     if not isinstance(rv, int) or rv <= 0:
         raise StatusError.bad_request(f"{invalid}: incorrect encoded start resourceVersion "
-                                   "(version meta.k8s.io/v1)")
+                                      "(version meta.k8s.io/v1)")
     if not isinstance(start, str) or not start:
         raise StatusError.bad_request(f"{invalid}: encoded start key empty (version "
-                                   "meta.k8s.io/v1)")
+                                      "meta.k8s.io/v1)")
     return rv, start
 
 

@@ -70,6 +70,6 @@ def _not_acceptable(as_: str, rtype: ResourceType, is_list: bool) -> StatusError
         go_type = "*unstructured.Unstructured"
     if is_list:
         return StatusError(406, "NotAcceptable", f"you requested {as_}, but the requested object "
-                        f"is a list ({go_type}List)")
+                           f"is a list ({go_type}List)")
     return StatusError(406, "NotAcceptable", f"you requested {as_}, but the requested object is "
-                    f"not a list ({go_type})")
+                       f"not a list ({go_type})")

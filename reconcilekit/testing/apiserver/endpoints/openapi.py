@@ -97,7 +97,7 @@ def v3_document(registry: Registry, gv_path: str) -> dict[str, Any] | None:
         schema: dict[str, Any] = dict(rtype.schema.schema) if rtype.schema else {
             "type": "object"}
         schema["x-kubernetes-group-version-kind"] = [{"group": r.group, "version": r.version,
-                                                       "kind": r.kind}]
+                                                      "kind": r.kind}]
         schemas[_schema_name(rtype)] = schema
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": _VERSION},
             "paths": paths, "components": {"schemas": schemas}}

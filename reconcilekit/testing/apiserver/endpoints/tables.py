@@ -156,14 +156,14 @@ _BUILTIN: dict[tuple[str, str], list[_Column]] = {
                 "Empty if not yet allocated.", priority=1),
         _Column("Node", "string", lambda o, _: _or_none((o.get("spec") or {}).get(
             "nodeName")), "NodeName is a request to schedule this pod onto a specific node.",
-            priority=1),
+                priority=1),
         _Column("Nominated Node", "string", lambda o, _: _or_none((o.get("status") or {}).get(
             "nominatedNodeName")), "nominatedNodeName is set only when this pod preempts "
-            "other pods on the node.", priority=1),
+                "other pods on the node.", priority=1),
         _Column("Readiness Gates", "string", lambda o, _: _or_none(", ".join(
             g.get("conditionType", "") for g in (o.get("spec") or {}).get(
                 "readinessGates") or ())), "If specified, all readiness gates will be "
-            "evaluated for pod readiness.", priority=1),
+                "evaluated for pod readiness.", priority=1),
     ],
     ("coordination.k8s.io", "leases"): [_NAME, _Column("Holder", "string", lambda o, _: (
         o.get("spec") or {}).get("holderIdentity", ""), "The holder of the lease."), _AGE],

@@ -54,7 +54,7 @@ def decode(rtype: ResourceType, obj: Obj) -> Obj:
 
 def _type_error(value: Any, go_field: str, go_type: str) -> DecodeError:
     return DecodeError(f"json: cannot unmarshal {json_type(value)} into Go struct field "
-                        f"{go_field} of type {go_type}")
+                       f"{go_field} of type {go_type}")
 
 
 def _string_map(parent: Obj, key: str, go_field: str, element: str = "string") -> None:

@@ -61,7 +61,7 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
     sub = rest[2] if len(rest) == 3 else None
     if sub is not None and not ((sub == "status" and rtype.status_subresource)
                                 or (sub == "binding" and rtype.resource.plural == "pods"
-                                and rtype.resource.group == "")):
+                                    and rtype.resource.group == "")):
         raise StatusError.not_found_path()
     if not rtype.resource.namespaced and namespace is not None:
         raise StatusError.not_found_path()
@@ -121,5 +121,5 @@ def resource_version(value: str) -> int:
     """
     if not value.isdigit():
         raise StatusError(500, "", f'resourceVersion: Invalid value: "{value}": '
-                       f'strconv.ParseUint: parsing "{value}": invalid syntax')
+                          f'strconv.ParseUint: parsing "{value}": invalid syntax')
     return int(value)

@@ -235,6 +235,6 @@ def go_slice(values: list[Any], element: str = "string") -> str:
 
 
 def invalid_slice(field: str, values: list[Any], detail: str,
-                   element: str = "string") -> Cause:
+                  element: str = "string") -> Cause:
     return Cause("FieldValueInvalid", f"Invalid value: {go_slice(values, element)}: {detail}",
                  field)

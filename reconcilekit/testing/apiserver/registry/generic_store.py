@@ -237,7 +237,7 @@ class Storage:
         key = (namespace, meta["name"])
         if key in table.objects:
             raise StatusError.already_exists(rtype.resource.group_resource, meta["name"],
-                                          rtype.resource.group)
+                                             rtype.resource.group)
         rv = meta.pop("resourceVersion", None)
         if not dry_run and isinstance(rv, str) and rv.isdigit() and int(rv):
             # the storage layer's own error, which kube-apiserver passes on as a 500
@@ -265,7 +265,7 @@ class Storage:
         key = (namespace, meta["name"])
         if key in table.objects:
             raise StatusError.already_exists(rtype.resource.group_resource, meta["name"],
-                                          rtype.resource.group)
+                                             rtype.resource.group)
         meta["resourceVersion"] = str(self._next_rv())
         self._write(table, key, None, obj)
         return obj

@@ -134,9 +134,9 @@ def admit_pod(pod: Obj, namespace: str,
     if account is None:
         pod_name = pod["metadata"].get("name", "")
         raise StatusError(403, "Forbidden",
-                       f'pods "{pod_name}" is forbidden: error looking up service account '
-                       f'{namespace}/{name}: serviceaccount "{name}" not found',
-                       {"name": pod_name, "kind": "pods"})
+                          f'pods "{pod_name}" is forbidden: error looking up service account '
+                          f'{namespace}/{name}: serviceaccount "{name}" not found',
+                          {"name": pod_name, "kind": "pods"})
     spec["serviceAccountName"] = spec["serviceAccount"] = name
     automount = spec.get("automountServiceAccountToken")
     if automount is None:

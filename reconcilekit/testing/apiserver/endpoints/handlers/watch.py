@@ -75,7 +75,7 @@ async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Reque
             return None if obj.get("apiVersion") == gv else orjson.dumps(
                 dict(obj, apiVersion=gv))
     watcher = CacheWatcher(namespace=req.namespace, matches=matches, start_rv=0,
-                      rewrite=rewrite, limit=buffer)
+                           rewrite=rewrite, limit=buffer)
     if bookmarks:
         watcher.bookmark_line = _bookmark_encoder(req, metadata_version)
     response = web.StreamResponse(status=200, headers={"Content-Type": _JSON,

@@ -1,0 +1,28 @@
+"""The ``create`` verb: a new object, named or with ``generateName``."""
+
+from __future__ import annotations
+
+from ...admission.chain import ADMIN, RequestUser
+from ...machinery.request_info import ResourceRequest
+from ...machinery.status import Cause, StatusError
+from ...machinery.unstructured import Obj
+from .write_options import WriteOptions
+from .write_path import WritePath, dedup_owner_references
+
+__all__ = ["create"]
+
+
+async def create(path: WritePath, req: ResourceRequest, body: Obj, manager: str,
+                 options: WriteOptions | None = None, *, user: RequestUser = ADMIN) -> Obj:
+    options = options or WriteOptions()
+    body = path.check_body(req, body, options=options)
+    meta = body["metadata"]
+    if not meta.get("name") and not meta.get("generateName"):
+        r = req.rtype
+        raise StatusError.invalid(r.qualified_kind(), "", [Cause(
+            "FieldValueRequired", "Required value: name or generateName is required",
+            "metadata.name")], r.resource.group)
+    path.check_namespace(req)
+    dedup_owner_references(meta)
+    path.admit(req, body)
+    return await path.create_new(req, body, manager, options, user)

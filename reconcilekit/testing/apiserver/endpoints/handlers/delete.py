@@ -1,0 +1,77 @@
+"""The ``delete`` and ``deletecollection`` verbs: graceful deletion, finalizers, propagation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ...admission.chain import ADMIN, RequestUser
+from ...machinery.request_info import ResourceRequest
+from ...machinery.unstructured import Obj
+from .write_options import DeleteOptions
+from .write_path import WritePath
+
+__all__ = ["delete", "delete_collection"]
+
+
+async def delete(path: WritePath, req: ResourceRequest, options: DeleteOptions, *,
+                 user: RequestUser = ADMIN, warnings: list[str] | None = None,
+                 in_collection: bool = False) -> tuple[Obj, bool]:
+    """Delete (or start deleting); returns the answer's object and whether it is gone.
+
+    Admission sees the stored object as ``oldObject``, unless the deletion
+    changes nothing (an object already waiting on its finalizers); an
+    item of a deletecollection is reviewed without a name, as
+    kube-apiserver does.
+    """
+    assert req.name is not None
+    ns = req.namespace or ""
+    table = path.storage.table(req.rtype)
+    while True:
+        stored = path.storage.get(req.rtype, ns, req.name)
+        obj, gone = _delete(path, req, options, dry_run=True)
+        if obj is not stored or gone:
+            attrs = path.attributes(req, "DELETE", None, await path.shown(req, stored),
+                                    options.dry_run, options.review_options(), user,
+                                    [] if warnings is None else warnings)
+            if in_collection:
+                attrs.name = ""
+            await path.admission.mutate(attrs)
+            await path.admission.validate(attrs)
+        if options.dry_run:
+            return await path.shown(req, obj), gone
+        if table.objects.get((ns, req.name)) is stored:
+            break
+    obj, gone = _delete(path, req, options, dry_run=False)
+    if not gone:
+        path.lifecycle.deletion_started(req.rtype, obj)
+        obj = table.objects.get((ns, req.name), obj)
+    return await path.shown(req, obj), gone
+
+
+def _delete(path: WritePath, req: ResourceRequest, options: DeleteOptions, *,
+            dry_run: bool) -> tuple[Obj, bool]:
+    assert req.name is not None
+    return path.storage.delete(req.rtype, req.namespace or "", req.name, uid=options.uid,
+                               resource_version=options.resource_version,
+                               propagation_finalizer=options.finalizer,
+                               grace_period=options.grace_period, dry_run=dry_run)
+
+
+async def delete_collection(path: WritePath, req: ResourceRequest,
+                            matches: Callable[[Mapping[str, Any]], bool],
+                            options: DeleteOptions, *, user: RequestUser = ADMIN,
+                            warnings: list[str] | None = None) -> list[Obj]:
+    table = path.storage.table(req.rtype)
+    ns = req.namespace
+    item_options = DeleteOptions(None, None, options.grace_period, options.propagation,
+                                 options.orphan_dependents, options.dry_run)
+    deleted = []
+    for key in sorted(k for k in table.objects if ns is None or k[0] == ns):
+        obj = table.objects.get(key)
+        if obj is None or not matches(obj):
+            continue
+        item_req = ResourceRequest(req.rtype, key[0] or None, key[1], None)
+        deleted.append((await delete(path, item_req, item_options, user=user,
+                                     warnings=warnings, in_collection=True))[0])
+    return deleted

@@ -1,0 +1,169 @@
+"""The options of a write: ``CreateOptions``, ``UpdateOptions``, ``PatchOptions`` and
+``DeleteOptions`` as kube-apiserver decodes and checks them (from the query, or from a
+DELETE's body), and what admission webhooks are sent of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from ....._selector_syntax import go_quote
+from ...machinery.request_info import go_int
+from ...machinery.status import Cause, StatusError
+from ...machinery.unstructured import Obj, json_type
+from ...machinery.validation import invalid
+
+__all__ = ["DeleteOptions", "WriteOptions", "dry_run_of", "parse_json"]
+
+_PROPAGATION: Final = ("Foreground", "Background", "Orphan")
+
+
+def dry_run_of(values: list[str], options_kind: str) -> bool:
+    """The ``dryRun`` option: ``All`` or nothing (422 on ``options_kind`` otherwise)."""
+    if any(v != "All" for v in values):
+        shown = "[]string{" + ", ".join(go_quote(v) for v in values) + "}"
+        raise StatusError.invalid_options(options_kind, [Cause(
+            "FieldValueNotSupported", f'Unsupported value: {shown}: supported values: "All"',
+            "dryRun")])
+    return bool(values)
+
+
+_FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """A create, update or patch's options, and the warnings its answer carries.
+
+    ``field_validation``: what unknown fields do (``Strict``: 400; ``Warn``,
+    the default: a warning each; ``Ignore``: nothing); they are pruned from
+    custom resources either way. ``force``: an apply takes the fields other
+    managers own instead of failing with a conflict.
+    """
+
+    dry_run: bool = False
+    field_validation: str = "Warn"
+    force: bool = False
+    warnings: list[str] = field(default_factory=list)
+    field_manager: str = ""
+    validation_given: str = ""
+
+    @classmethod
+    def parse(cls, query: Mapping[str, str], dry_run: Sequence[str],
+              options_kind: str) -> WriteOptions:
+        """From the query (422 on ``options_kind`` for a value kube-apiserver refuses)."""
+        validation = query.get("fieldValidation", "")
+        if validation not in _FIELD_VALIDATION:
+            raise StatusError.invalid_options(options_kind, [Cause(
+                "FieldValueNotSupported", f"Unsupported value: {go_quote(validation)}: "
+                'supported values: "", "Ignore", "Strict", "Warn"', "fieldValidation")])
+        force = query.get("force", "") in ("true", "1")
+        return cls(dry_run_of(list(dry_run), options_kind), validation or "Warn", force,
+                   field_manager=query.get("fieldManager", ""), validation_given=validation)
+
+    def review_options(self, kind: str) -> Obj:
+        """The CreateOptions or UpdateOptions admission webhooks are sent."""
+        out: Obj = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+        if self.dry_run:
+            out["dryRun"] = ["All"]
+        if self.field_manager:
+            out["fieldManager"] = self.field_manager
+        if self.validation_given:
+            out["fieldValidation"] = self.validation_given
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    """``metav1.DeleteOptions``: from a DELETE's JSON body, or from its query without one."""
+
+    uid: str | None = None
+    resource_version: str | None = None
+    grace_period: int | None = None
+    propagation: str | None = None
+    orphan_dependents: bool | None = None
+    dry_run: bool = False
+
+    @property
+    def orphan(self) -> bool:
+        return self.propagation == "Orphan" or self.orphan_dependents is True
+
+    def review_options(self) -> Obj:
+        """The DeleteOptions admission webhooks are sent."""
+        out: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+        if self.grace_period is not None:
+            out["gracePeriodSeconds"] = self.grace_period
+        preconditions = {k: v for k, v in (("uid", self.uid),
+                                           ("resourceVersion", self.resource_version)) if v}
+        if preconditions:
+            out["preconditions"] = preconditions
+        if self.orphan_dependents is not None:
+            out["orphanDependents"] = self.orphan_dependents
+        if self.propagation is not None:
+            out["propagationPolicy"] = self.propagation
+        if self.dry_run:
+            out["dryRun"] = ["All"]
+        return out
+
+    @property
+    def finalizer(self) -> str | None:
+        """The garbage collector's finalizer this deletion adds, if any."""
+        if self.orphan:
+            return "orphan"
+        return "foregroundDeletion" if self.propagation == "Foreground" else None
+
+    @classmethod
+    def parse(cls, raw: bytes, query: Mapping[str, str],
+              query_dry_run: Sequence[str] = ()) -> DeleteOptions:
+        """Decode and validate (400 for a bad body or query, 422 for bad values).
+
+        ``query_dry_run`` holds the query's ``dryRun`` values (the parameter repeats).
+        """
+        grace: Any
+        if raw.strip():
+            body = parse_json(raw)
+            if not isinstance(body, dict):
+                raise StatusError.bad_request(f"json: cannot unmarshal {json_type(body)} into Go "
+                                              "value of type v1.DeleteOptions")
+            pre = body.get("preconditions") or {}
+            grace, policy = body.get("gracePeriodSeconds"), body.get("propagationPolicy")
+            orphan, dry = body.get("orphanDependents"), body.get("dryRun") or []
+        else:
+            pre = {}
+            grace = go_int(query["gracePeriodSeconds"]) if "gracePeriodSeconds" in query else None
+            policy = query.get("propagationPolicy")
+            orphan = _go_bool(query["orphanDependents"]) if "orphanDependents" in query else None
+            dry = list(query_dry_run)
+        causes = []
+        if orphan is not None and policy is not None:
+            causes.append(invalid("propagationPolicy", policy,
+                                  "orphanDependents and deletionPropagation cannot be both set"))
+        if policy is not None and policy not in _PROPAGATION:
+            causes.append(Cause("FieldValueNotSupported", f"Unsupported value: {go_quote(policy)}"
+                                ': supported values: "Foreground", "Background", "Orphan", "nil"',
+                                "propagationPolicy"))
+        if causes:
+            raise StatusError.invalid_options("DeleteOptions", causes)
+        return cls(pre.get("uid"), pre.get("resourceVersion"),
+                   grace if isinstance(grace, int) else None, policy, orphan,
+                   dry_run_of([str(v) for v in dry], "DeleteOptions"))
+
+
+def _go_bool(value: str) -> bool:
+    """Go's ``strconv.ParseBool`` (400 BadRequest with its error otherwise)."""
+    if value in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if value in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise StatusError.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
+
+
+def parse_json(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise StatusError.bad_request(
+            f"couldn't get version/kind; json parse error: {err}") from None

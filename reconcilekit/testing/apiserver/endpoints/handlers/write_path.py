@@ -1,0 +1,315 @@
+"""The path every write takes, shared by the verbs (:mod:`.create`, :mod:`.update`,
+:mod:`.patch`, :mod:`.delete`): decoding a body into its kind, validation, admission
+(mutating webhooks, validation, validating webhooks: :mod:`...admission.chain`), and
+storage at the resource's storage version, answering in the request's version
+(:mod:`...apiextensions.version_conversion`).
+
+A change to a stored object is prepared from it, admitted (which awaits
+webhooks) and committed only if the object is still the one it was prepared
+from; otherwise it starts over from the new one, as kube-apiserver's
+GuaranteedUpdate does (:meth:`WritePath.guaranteed_update`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+import orjson
+
+from ....._selector_syntax import go_quote
+from ...admission.chain import Admission, Attributes, RequestUser
+from ...admission.webhook_configurations import (
+    check_ca_bundles,
+    configuration_errors,
+    default_webhooks,
+    is_webhook_configuration,
+)
+from ...apiextensions.crd import validate_crd
+from ...apiextensions.version_conversion import Converter
+from ...controllers.builtin_controllers import Lifecycle
+from ...machinery.decoding import decode, normalize_microtimes
+from ...machinery.request_info import ResourceRequest
+from ...machinery.resources import ResourceType
+from ...machinery.status import DecodeError, StatusError
+from ...machinery.unstructured import Obj, json_type
+from ...machinery.validation import invalid, validate_object_meta
+from ...registry.generic_store import Storage, Superseded
+from ...registry.pod_defaults import admit_pod, default_pod
+from ...registry.strategies import validate as validate_kind
+from ...registry.strategies import validate_update
+from .write_options import WriteOptions
+
+__all__ = ["Change", "WritePath", "dedup_owner_references", "is_namespace", "is_pod", "name_of",
+           "short"]
+
+# What an update makes of the stored object (in the request's version): the new object,
+# and the managed fields to give it (an apply's) or None.
+Change: TypeAlias = Callable[[Obj], tuple[Obj, list[Obj] | None]]
+
+
+class WritePath:
+    """The write path over one :class:`Storage` (and its :class:`Lifecycle`)."""
+
+    def __init__(self, storage: Storage, lifecycle: Lifecycle, admission: Admission,
+                 converter: Converter) -> None:
+        self.storage = storage
+        self.lifecycle = lifecycle
+        self.admission = admission
+        self.converter = converter
+
+    def check_body(self, req: ResourceRequest, body: Obj, *, patched: bool = False,
+                   options: WriteOptions | None = None, default: bool = True) -> Obj:
+        """Decode ``body`` as kube-apiserver does into the kind (a copy), or refuse it.
+
+        kind/apiVersion must match the URL (defaulted for built-in kinds), the
+        namespace too; field types, base64 and MicroTimes must decode. A
+        request body is refused with 400, a patched object with 422 on
+        ``patch``. A custom resource is pruned and defaulted by its schema;
+        the fields pruned as unknown go to ``options.warnings``, or refuse
+        the body under ``fieldValidation=Strict``.
+        """
+        r = req.rtype.resource
+        api_version, kind = body.get("apiVersion"), body.get("kind")
+        if not api_version and not kind and req.rtype.builtin and not patched:
+            body = dict(body, apiVersion=r.api_version, kind=r.kind)
+        elif not kind:
+            raise StatusError.bad_request(f"Object 'Kind' is missing in '{short(body)}'")
+        elif api_version != r.api_version:  # the decoder's errors, as kube-apiserver 1.28's
+            version = str(api_version).rpartition("/")[2]
+            raise self._undecodable(
+                req, body, patched, f'no kind "{kind}" is registered for version '
+                f'"{api_version}" in scheme "pkg/runtime/scheme.go:100"', kind, version)
+        elif kind != r.kind:
+            raise self._undecodable(
+                req, body, patched, f"converting ({r.version}.{kind}) to "
+                f"({r.group or 'core'}.{r.kind}): unknown conversion", kind)
+        meta = body.get("metadata")
+        if meta is None:
+            body = dict(body, metadata={})
+        elif not isinstance(meta, dict):
+            raise self._undecodable(req, body, patched, f"json: cannot unmarshal "
+                                    f"{json_type(meta)} into Go struct field {r.kind}.metadata "
+                                    "of type v1.ObjectMeta")
+        ns = body["metadata"].get("namespace")
+        if r.namespaced and ns and ns != req.namespace:
+            raise StatusError.bad_request("the namespace of the provided object does not match "
+                                          "the namespace sent on the request")
+        try:
+            decoded = decode(req.rtype, body)
+            normalize_microtimes(req.rtype, decoded)
+            check_ca_bundles(req.rtype, decoded)
+        except DecodeError as err:
+            raise self._undecodable(req, body, patched, str(err)) from None
+        if default and is_pod(req.rtype):
+            default_pod(decoded)
+        elif default:
+            default_webhooks(req.rtype, decoded)
+        schema = req.rtype.schema
+        if schema is not None:
+            unknown = [f"unknown field {go_quote(p)}"
+                       for p in schema.decode(decoded, default=default)]
+            validation = options.field_validation if options else "Warn"
+            if unknown and validation == "Strict":
+                raise self._undecodable(req, body, patched,
+                                        "strict decoding error: " + ", ".join(unknown))
+            if options is not None and validation == "Warn":
+                options.warnings.extend(unknown)
+        return decoded
+
+    def _undecodable(self, req: ResourceRequest, body: Obj, patched: bool, why: str,
+                     kind: Any = None, version: str | None = None) -> StatusError:
+        r = req.rtype.resource
+        if patched:  # the patched object, as Go marshals a map: keys sorted
+            shown = orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+            return StatusError.invalid("", "", [invalid("patch", shown, why)])
+        return StatusError.bad_request(f'{kind or r.kind} in version "{version or r.version}" '
+                                       f"cannot be handled as a {r.kind}: {why}")
+
+    def validate(self, req: ResourceRequest, obj: Obj, old: Obj | None = None) -> None:
+        """The kind's validation, and its update rules when ``old`` is given (422 Invalid)."""
+        rtype = req.rtype
+        r = rtype.resource
+        causes = validate_object_meta(obj["metadata"],
+                                      label_name=r.group == "" and r.plural == "namespaces",
+                                      core=rtype.builtin and r.group != "apiextensions.k8s.io")
+        if r.group == "apiextensions.k8s.io" and r.plural == "customresourcedefinitions":
+            causes.extend(validate_crd(obj))
+        causes.extend(validate_kind(rtype, obj, req.namespace or ""))
+        if is_webhook_configuration(rtype):
+            causes.extend(configuration_errors(rtype, obj))
+        if old is not None:
+            causes.extend(validate_update(rtype, old, obj))
+        if rtype.schema is not None:
+            causes.extend(rtype.schema.validate(obj, old))
+        if causes:
+            raise StatusError.invalid(rtype.qualified_kind(), obj["metadata"].get("name", ""),
+                                      causes, r.group)
+
+    def checker(self, req: ResourceRequest) -> Callable[[Obj, Obj], None] | None:
+        """The validation of an update: the kind's for the main resource, the
+        schema's for a custom resource's ``status`` (none for other subresources)."""
+        schema = req.rtype.schema
+        if req.subresource == "status" and schema is not None:
+            def check_status(old: Obj, new: Obj) -> None:
+                causes = schema.validate_status(new, old)
+                if causes:
+                    raise StatusError.invalid(req.rtype.qualified_kind(), new["metadata"]["name"],
+                                              causes, req.rtype.resource.group)
+            return check_status
+        if req.subresource:
+            return None
+        return lambda old, new: self.validate(req, new, old)
+
+    def check_namespace(self, req: ResourceRequest) -> None:
+        if not req.rtype.resource.namespaced:
+            return
+        ns = req.namespace or ""
+        ns_table = self.storage.tables.get(("", "namespaces"))
+        if ns_table is None or ("", ns) not in ns_table.objects:
+            raise StatusError.not_found("namespaces", ns)
+        if self.lifecycle.namespace_terminating(ns):
+            raise StatusError(403, "Forbidden", f"{req.rtype.resource.group_resource} "
+                              f'"{name_of(req)}" is forbidden: unable to create new content in '
+                              f"namespace {ns} because it is being terminated",
+                              {"name": name_of(req), "kind": req.rtype.resource.plural,
+                            "causes": [{"reason": "NamespaceTerminating",
+                                        "message": f"namespace {ns} is being terminated",
+                                        "field": "metadata.namespace"}]})
+
+    async def create_new(self, req: ResourceRequest, obj: Obj, manager: str,
+                         options: WriteOptions, user: RequestUser,
+                         managed_fields: list[Obj] | None = None) -> Obj:
+        """Admission and storage of a new object: a create, or an apply that creates.
+
+        Mutating webhooks see the object before it has a generated name or
+        any server-set metadata; validating webhooks see it as it would be
+        stored, but for its resourceVersion.
+        """
+        ns = req.namespace or ""
+        attrs = self.attributes(req, "CREATE", obj, None, options.dry_run,
+                                options.review_options("CreateOptions"), user,
+                                options.warnings)
+        obj = await self.admission.mutate(attrs) or obj
+        meta = obj["metadata"]
+        dedup_owner_references(meta)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = self.storage.generate_name(req.rtype, ns, meta["generateName"])
+        self.validate(req, obj)
+        prepared = self.storage.prepare_create(req.rtype, ns, obj, manager=manager,
+                                               dry_run=options.dry_run,
+                                               managed_fields=managed_fields)
+        attrs.obj = prepared
+        attrs.name = meta["name"]
+        if is_namespace(req.rtype):
+            attrs.namespace = attrs.name
+        await self.admission.validate(attrs)
+        if attrs.patched:
+            self.prune(req, prepared)
+        if options.dry_run:
+            return prepared
+        created = self.storage.commit_create(req.rtype, ns, await self.stored(req, prepared))
+        return await self.shown(req, created)
+
+    async def guaranteed_update(self, req: ResourceRequest, change: Change, manager: str,
+                      options: WriteOptions, user: RequestUser, *, check_rv: bool) -> Obj:
+        """Admission and storage of a change to a stored object (``change`` of it, as the
+        request's version shows it), started over when another write comes first, as
+        kube-apiserver's GuaranteedUpdate does."""
+        assert req.name is not None
+        rtype = req.rtype
+        while True:
+            stored = self.storage.get(rtype, req.namespace or "", req.name)
+            old = await self.shown(req, stored)
+            new, managed_fields = change(old)
+            attrs = self.attributes(req, "UPDATE", new, old, options.dry_run,
+                                    options.review_options("UpdateOptions"), user,
+                                    options.warnings)
+            new = await self.admission.mutate(attrs) or new
+            if attrs.patched:
+                dedup_owner_references(new["metadata"])
+            result = self.storage.prepare_update(
+                rtype, old, new, subresource=req.subresource, manager=manager,
+                check_rv=check_rv, managed_fields=managed_fields, check=self.checker(req))
+            attrs.obj = result
+            await self.admission.validate(attrs)
+            if result is old or options.dry_run:
+                return result
+            if attrs.patched:
+                self.prune(req, result)
+            try:
+                committed = self.storage.commit_update(rtype, stored,
+                                                       await self.stored(req, result))
+            except Superseded:
+                continue
+            return await self.shown(req, committed)
+
+    def attributes(self, req: ResourceRequest, operation: str, obj: Obj | None,
+                   old: Obj | None, dry_run: bool, options: Obj, user: RequestUser,
+                   warnings: list[str]) -> Attributes:
+        name = req.name or ((obj or {}).get("metadata") or {}).get("name") or ""
+        namespace = name if is_namespace(req.rtype) else req.namespace or ""
+        return Attributes(operation, req.rtype, namespace, name, req.subresource or "", obj,
+                          old, dry_run, options, user, warnings)
+
+    async def shown(self, req: ResourceRequest, obj: Obj) -> Obj:
+        """A stored object as the request's version shows it (converted if need be)."""
+        return await self.converter.convert(req.rtype, obj, req.rtype.group_version)
+
+    async def stored(self, req: ResourceRequest, obj: Obj) -> Obj:
+        return await self.converter.convert(req.rtype, obj,
+                                            self.converter.storage_version(req.rtype))
+
+    def prune(self, req: ResourceRequest, obj: Obj) -> None:
+        """Fields a mutating webhook added beyond a custom resource's schema go (kube-apiserver
+        prunes them when it stores the object, after the validating webhooks saw them)."""
+        if req.rtype.schema is not None:
+            req.rtype.schema.decode(obj, default=False)
+
+    def default(self, req: ResourceRequest, obj: Obj) -> None:
+        """Defaults for an object an apply made (its configuration was not defaulted)."""
+        if is_pod(req.rtype):
+            default_pod(obj)
+        elif req.rtype.schema is not None:
+            req.rtype.schema.default(obj)
+        else:
+            default_webhooks(req.rtype, obj)
+
+    def admit(self, req: ResourceRequest, obj: Obj) -> None:
+        """The mutating admission plugins of a create (Pods: service account and the rest)."""
+        if is_pod(req.rtype):
+            admit_pod(obj, req.namespace or "", self.service_account)
+
+    def service_account(self, namespace: str, name: str) -> Obj | None:
+        table = self.storage.tables.get(("", "serviceaccounts"))
+        return table.objects.get((namespace, name)) if table is not None else None
+
+
+def is_pod(rtype: ResourceType) -> bool:
+    return rtype.builtin and rtype.resource.group == "" and rtype.resource.plural == "pods"
+
+
+def is_namespace(rtype: ResourceType) -> bool:
+    return rtype.builtin and rtype.resource.group == "" and rtype.resource.plural == "namespaces"
+
+
+def dedup_owner_references(meta: Obj) -> None:
+    """The registry drops an owner reference equal to an earlier one, entirely equal
+    (references that only share a UID are kept); kube-apiserver adds a Warning."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return
+    unique: list[Any] = []
+    for ref in refs:
+        if ref not in unique:
+            unique.append(ref)
+    meta["ownerReferences"] = unique
+
+
+def short(body: Obj) -> str:
+    text = orjson.dumps(body).decode()
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def name_of(req: ResourceRequest) -> str:
+    return req.name or ""
