@@ -72,6 +72,7 @@ import orjson
 from ...._selector_syntax import go_quote
 from ..apiextensions.version_conversion import ConversionError, Converter
 from ..machinery.decoding import decode, go_base64_decode
+from ..machinery.request_user import RequestUser
 from ..machinery.resources import Registry, ResourceType
 from ..machinery.status import DecodeError, StatusError
 from ..machinery.unstructured import Obj, json_type
@@ -82,27 +83,13 @@ from ..webhook_client.https_client import CallError, WebhookClient
 from .match_conditions import evaluate
 from .webhook_configurations import GROUP, Webhook, webhooks
 
-__all__ = ["ADMIN", "Admission", "Attributes", "RequestUser"]
+__all__ = ["Admission", "Attributes"]
 
 log = logging.getLogger("reconcilekit.testing.apiserver")
 
 _REVIEW_GROUP = "admission.k8s.io"
 _EXEMPT = frozenset({"mutatingwebhookconfigurations", "validatingwebhookconfigurations",
                      "validatingadmissionpolicies", "validatingadmissionpolicybindings"})
-
-
-@dataclass(frozen=True, slots=True)
-class RequestUser:
-    """Who made the request, as ``request.userInfo`` names them."""
-
-    username: str
-    groups: tuple[str, ...] = ("system:authenticated",)
-
-    def review(self) -> Obj:
-        return {"username": self.username, "groups": list(self.groups)}
-
-
-ADMIN = RequestUser("admin", ("system:masters", "system:authenticated"))
 
 
 @dataclass(slots=True)

@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..admission.chain import ADMIN, RequestUser
 from ..machinery.request_info import ResourceRequest, parse_resource_path, verb_for
+from ..machinery.request_user import ADMIN, RequestUser
 from ..machinery.resources import Registry
 from ..machinery.status import StatusError
 from ..machinery.unstructured import timestamp

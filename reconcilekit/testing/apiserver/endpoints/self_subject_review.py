@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..admission.chain import RequestUser
+from ..machinery.request_user import RequestUser
 from ..machinery.status import StatusError
 
 __all__ = ["GROUP", "PLURAL", "answer", "discovery"]

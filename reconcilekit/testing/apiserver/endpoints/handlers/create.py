@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...admission.chain import ADMIN, RequestUser
 from ...machinery.request_info import ResourceRequest
+from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.status import Cause, StatusError
 from ...machinery.unstructured import Obj
 from .write_options import WriteOptions

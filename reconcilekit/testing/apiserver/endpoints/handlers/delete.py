@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...admission.chain import ADMIN, RequestUser
 from ...machinery.request_info import ResourceRequest
+from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.unstructured import Obj
 from .write_options import DeleteOptions
 from .write_path import WritePath

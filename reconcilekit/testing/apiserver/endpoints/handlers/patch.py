@@ -7,8 +7,8 @@ from typing import Any, Final
 import orjson
 import yaml
 
-from ...admission.chain import ADMIN, RequestUser
 from ...machinery.request_info import ResourceRequest
+from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.status import StatusError
 from ...machinery.unstructured import Obj, json_type
 from ...patch.json_patch import PatchError, json_patch, merge_patch

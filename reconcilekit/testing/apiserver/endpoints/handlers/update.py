@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from ...admission.chain import ADMIN, RequestUser
 from ...machinery.request_info import ResourceRequest
+from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.status import StatusError
 from ...machinery.unstructured import Obj, timestamp
 from .write_options import WriteOptions

@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 import orjson
 
 from ....._selector_syntax import go_quote
-from ...admission.chain import Admission, Attributes, RequestUser
+from ...admission.chain import Admission, Attributes
 from ...admission.webhook_configurations import (
     check_ca_bundles,
     configuration_errors,
@@ -30,6 +30,7 @@ from ...apiextensions.version_conversion import Converter
 from ...controllers.builtin_controllers import Lifecycle
 from ...machinery.decoding import decode, normalize_microtimes
 from ...machinery.request_info import ResourceRequest
+from ...machinery.request_user import RequestUser
 from ...machinery.resources import ResourceType
 from ...machinery.status import DecodeError, StatusError
 from ...machinery.unstructured import Obj, json_type
