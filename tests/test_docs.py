@@ -128,3 +128,23 @@ def test_the_api_reference_has_a_page_per_concept_covering_every_public_name() -
                for module in modules)
     nav = (DOCS.parent / "mkdocs.yml").read_text()
     assert all(f"reference/{stem}.md" in nav for stem in pages)
+
+
+def test_every_file_and_test_the_docs_name_exists() -> None:
+    """A path the docs cite (``tests/x.py``, ``tests/x.py::test_y``, ``examples/...``) is a
+    file of the repository, and a named test or class is defined in it."""
+    root = DOCS.parent
+    pages = [*DOCS.rglob("*.md"), root / "README.md", *(root / "examples").rglob("*.md")]
+    cited = re.compile(r"`((?:tests|benchmarks|examples|reconcilekit|docs)/[\w/.\-]+?)"
+                       r"(?:::([\w:\[\]-]+))?`")
+    missing = []
+    for page in pages:
+        for path, name in cited.findall(page.read_text()):
+            if not (root / path).exists():
+                missing.append(f"{page.name}: {path}")
+            elif name:
+                defined = name.split("::")[-1].split("[")[0]
+                if not re.search(rf"^\s*(?:async def|def|class) {defined}\b|^{defined} = ",
+                                 (root / path).read_text(), flags=re.M):
+                    missing.append(f"{page.name}: {path}::{name}")
+    assert missing == []
