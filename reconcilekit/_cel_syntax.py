@@ -124,7 +124,7 @@ def parse(text: str) -> Node:
             if not any(m in message for m in _MACRO_ERRORS):
                 raise CELSyntaxError(message) from None
     try:
-        return _Parser(text).parse()
+        return _CELParser(text).parse()
     except CELSyntaxError:
         raise
     except (ValueError, IndexError, RecursionError) as err:
@@ -138,7 +138,7 @@ def _first_error(text: str) -> str:
     return match.group(1) if match else text
 
 
-class _Parser:
+class _CELParser:
     """Recursive descent over CEL's grammar (cel-go's CEL.g4), precedence lowest first."""
 
     def __init__(self, text: str) -> None:

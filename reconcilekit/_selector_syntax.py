@@ -283,10 +283,10 @@ def parse_label_selector(text: str) -> list[ParsedRequirement]:
     Raises :class:`SelectorError` with apimachinery's message; every returned
     triple passes :func:`requirement_error`.
     """
-    return _Parser(text).parse()
+    return _SelectorParser(text).parse()
 
 
-class _Parser:
+class _SelectorParser:
     """Recursive descent over the scanned tokens (apimachinery's ``Parser``).
 
     In the *values* context the keywords ``in`` and ``notin`` are identifiers,

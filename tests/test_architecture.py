@@ -32,3 +32,29 @@ def test_every_module_of_the_library_is_in_a_layer() -> None:
     top = {p.stem if p.is_file() else p.name for p in package.iterdir()
            if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()}
     assert top == set().union(*_contract_layers())
+
+
+def _stem(path: Path) -> str:
+    return (path.stem if path.suffix == ".py" else path.name).lstrip("_")
+
+
+def test_no_two_modules_or_classes_share_a_name() -> None:
+    """A name means one thing across the package: no two modules (or a module and a
+    package) and no two classes are named alike. The one exception is a public concept
+    module and the private module it re-exports (``metrics.py`` over ``_metrics.py``)."""
+    package = ROOT / "reconcilekit"
+    places: dict[str, list[Path]] = {}
+    for path in [*package.rglob("*.py"), *(p for p in package.rglob("*") if p.is_dir())]:
+        if path.name == "__init__.py" or path.name == "__pycache__" or path == package:
+            continue
+        places.setdefault(_stem(path), []).append(path)
+    shared = {stem: sorted(str(p.relative_to(ROOT)) for p in paths)
+              for stem, paths in places.items() if len(paths) > 1
+              and not (len(paths) == 2 and {p.parent for p in paths} == {package}
+                       and {p.name for p in paths} == {f"{stem}.py", f"_{stem}.py"})}
+    assert shared == {}
+    classes: dict[str, list[str]] = {}
+    for path in package.rglob("*.py"):
+        for name in re.findall(r"^class (\w+)", path.read_text(), flags=re.M):
+            classes.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    assert {name: where for name, where in classes.items() if len(where) > 1} == {}

@@ -17,12 +17,12 @@ See the webhooks page of the documentation for certificates, configurations
 and the production path (a Service and cert-manager).
 """
 
-from ._admission import AdmissionDenied as AdmissionDenied
-from ._admission import AdmissionRequest as AdmissionRequest
-from ._admission import MalformedReview as MalformedReview
-from ._admission import UserInfo as UserInfo
-from ._admission import Verdict as Verdict
-from ._admission import json_patch as json_patch
+from ._admission_review import AdmissionDenied as AdmissionDenied
+from ._admission_review import AdmissionRequest as AdmissionRequest
+from ._admission_review import MalformedReview as MalformedReview
+from ._admission_review import UserInfo as UserInfo
+from ._admission_review import Verdict as Verdict
+from ._admission_review import json_patch as json_patch
 from ._certificates import CertificateFiles as CertificateFiles
 from ._certificates import CertificateSource as CertificateSource
 from ._certificates import ServingCertificate as ServingCertificate

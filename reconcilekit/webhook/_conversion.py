@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .._objects import Obj
-from ._admission import MalformedReview, review_request
+from ._admission_review import MalformedReview, review_request
 
 __all__ = ["Conversion", "ConversionFailed", "ConvertFunction"]
 

@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 from .._cel_syntax import cel_compile
 from .._objects import Obj, Resource
 from .._selector_syntax import qualified_name_errors
-from ._admission import OPERATIONS, AdmissionRequest, Verdict
+from ._admission_review import OPERATIONS, AdmissionRequest, Verdict
 
 __all__ = ["Defaulter", "Hook", "ServiceReference", "Validator", "exclude_users"]
 

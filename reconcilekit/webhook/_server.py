@@ -46,7 +46,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from .._clock import Clock, SystemClock
 from .._http_endpoints import EndpointsError
 from .._objects import Obj, Resource
-from ._admission import (
+from ._admission_review import (
     AdmissionDenied,
     AdmissionRequest,
     MalformedReview,

@@ -19,7 +19,7 @@ TESTING = Path(reconcilekit.testing.__file__).parent
 PACKAGE = "reconcilekit.testing"
 EMULATION = f"{PACKAGE}.apiserver"
 # bottom to top, as reconcilekit/testing/apiserver/__init__.py describes them
-LAYERS = ("extra", "kubeconfig", "machinery", "patch", "storage", "registry", "webhook_client",
+LAYERS = ("extra", "kubeconfig", "machinery", "patching", "storage", "registry", "webhook_client",
           "apiextensions", "admission", "controllers", "endpoints", "kube_apiserver")
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconcilekit.testing.apiserver.patch.json_patch import (
+from reconcilekit.testing.apiserver.patching.json_patch import (
     INVALID_PATCH_MESSAGE,
     JSON,
     MalformedPatch,
@@ -20,7 +20,7 @@ from reconcilekit.testing.apiserver.patch.json_patch import (
     json_patch,
     merge_patch,
 )
-from reconcilekit.testing.apiserver.patch.strategic_merge import (
+from reconcilekit.testing.apiserver.patching.strategic_merge import (
     BUILTIN_PATCH_SCHEMAS,
     MergeList,
     PatchSchema,

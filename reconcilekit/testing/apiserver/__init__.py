@@ -12,7 +12,7 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
 3. ``machinery/``: what every part shares (k8s.io/apimachinery): the object
    alias, ``kind: Status`` errors, the served resource types, what a request
    is about, name and metadata validation, decoding into the kinds' Go types.
-4. ``patch/``: JSON patch, merge patch, strategic merge patch and its schemas,
+4. ``patching/``: JSON patch, merge patch, strategic merge patch and its schemas,
    server-side apply's field ownership.
 5. ``storage/``: the watch cache's events and watchers, sharded list/watch.
 6. ``registry/``: the generic store (resourceVersions, optimistic

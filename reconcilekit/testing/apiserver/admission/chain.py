@@ -76,7 +76,7 @@ from ..machinery.request_user import RequestUser
 from ..machinery.resources import Registry, ResourceType
 from ..machinery.status import DecodeError, StatusError
 from ..machinery.unstructured import Obj, json_type
-from ..patch.json_patch import PatchError, json_patch
+from ..patching.json_patch import PatchError, json_patch
 from ..registry.generic_store import Storage
 from ..registry.pod_defaults import default_pod
 from ..webhook_client.https_client import CallError, WebhookClient

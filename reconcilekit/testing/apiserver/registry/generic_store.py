@@ -37,7 +37,7 @@ from typing import Any
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import timestamp
-from ..patch.field_ownership import FieldOwnership
+from ..patching.field_ownership import FieldOwnership
 from ..storage.watch_cache import CacheWatcher, Event
 from .strategies import graceful_period, prepare_for_create, prepare_for_update
 from .update_rules import (

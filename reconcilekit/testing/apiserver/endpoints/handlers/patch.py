@@ -11,8 +11,8 @@ from ...machinery.request_info import ResourceRequest
 from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.status import StatusError
 from ...machinery.unstructured import Obj, json_type
-from ...patch.json_patch import PatchError, json_patch, merge_patch
-from ...patch.strategic_merge import patch_schema_for, strategic_merge_patch
+from ...patching.json_patch import PatchError, json_patch, merge_patch
+from ...patching.strategic_merge import patch_schema_for, strategic_merge_patch
 from .write_options import WriteOptions
 from .write_path import WritePath, dedup_owner_references
 
@@ -72,7 +72,7 @@ async def _apply(path: WritePath, req: ResourceRequest, raw: bytes, manager: str
                  field_manager_given: bool, options: WriteOptions,
                  user: RequestUser) -> tuple[int, Obj]:
     """Server-side apply: create the object, or merge the configuration into it,
-    with field ownership and conflicts (see :mod:`...patch.field_ownership`)."""
+    with field ownership and conflicts (see :mod:`...patching.field_ownership`)."""
     assert req.name is not None
     if not field_manager_given:
         raise StatusError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: '

@@ -3,7 +3,7 @@
 Pure functions on JSON-like values (dicts, lists, str, int, float, bool,
 None): they never modify their arguments, and the value they return shares no
 dict or list with them. Strategic merge patch lives in
-:mod:`reconcilekit.testing.apiserver.patch.strategic_merge`.
+:mod:`reconcilekit.testing.apiserver.patching.strategic_merge`.
 
 How kube-apiserver answers a patch it cannot apply (k8s.io/apiserver
 ``endpoints/handlers/patch.go``, and ``api/errors.NewGenericServerResponse``

@@ -4,7 +4,7 @@ Follows k8s.io/apimachinery ``util/strategicpatch`` (``StrategicMergeMapPatch``
 with ``MergeParallelList`` and ``IgnoreUnmatchedNulls``). The Go struct tags
 that drive it (``patchStrategy``, ``patchMergeKey``) are written as a
 :class:`PatchSchema` per kind, in :data:`BUILTIN_PATCH_SCHEMAS`
-(:mod:`reconcilekit.testing.apiserver.patch.strategic_schemas`).
+(:mod:`reconcilekit.testing.apiserver.patching.strategic_schemas`).
 
 Semantics, in the order they apply to each object of the patch:
 
