@@ -5,9 +5,11 @@ any validation: a wrong JSON type, bad base64 in a ``[]byte`` field, a
 metav1.MicroTime that ``time.Parse`` refuses. Decoding also converts:
 Secret ``stringData`` is folded into ``data``, the Secret ``type`` defaults
 to ``Opaque``, ``[]byte`` values are stored as Go re-encodes them,
-MicroTimes are written in UTC. Failures are :class:`DecodeError` carrying
-Go's own message; the server answers them with 400 ("X in version "v1"
-cannot be handled as a X: ...") or, for a patched object, 422 on ``patch``.
+MicroTimes are written in UTC. A built-in kind's fields are checked and its
+unknown fields dropped by its OpenAPI schema (:mod:`.builtin_schema`).
+Failures are :class:`DecodeError` carrying Go's own message; the server
+answers them with 400 ("X in version "v1" cannot be handled as a X: ...")
+or, for a patched object, 422 on ``patch``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import datetime
 from typing import Any
 
 from ...._selector_syntax import go_quote
+from .builtin_schema import kind_fields
 from .resources import ResourceType
 from .status import DecodeError
 from .unstructured import Obj, json_type
@@ -26,16 +29,27 @@ __all__ = ["decode", "go_base64_decode", "normalize_microtimes", "parse_micro_ti
 
 
 
-def decode(rtype: ResourceType, obj: Obj) -> Obj:
+def decode(rtype: ResourceType, obj: Obj, unknown: list[str] | None = None, *,
+           sort: bool = False) -> Obj:
     """A copy of ``obj`` as decoding it into the kind's Go type leaves it.
 
+    With ``unknown`` given, a built-in kind's fields are decoded by its
+    schema: the unknown ones are dropped and their paths added to
+    ``unknown`` (``sort``: read in sorted key order, as a patched object is).
     Raises :class:`DecodeError`.
     """
     obj = copy.deepcopy(obj)
-    meta = obj["metadata"]
-    _string_map(meta, "labels", "ObjectMeta.metadata.labels")
-    _string_map(meta, "annotations", "ObjectMeta.metadata.annotations")
-    _string_list(meta, "finalizers", "ObjectMeta.metadata.finalizers")
+    r = rtype.resource
+    fields = kind_fields(r.group, r.version, r.kind) if (
+        unknown is not None and rtype.builtin) else None
+    if fields is not None:
+        assert unknown is not None
+        unknown.extend(fields.decode(obj, sort=sort))
+    else:
+        meta = obj["metadata"]
+        _string_map(meta, "labels", "ObjectMeta.metadata.labels")
+        _string_map(meta, "annotations", "ObjectMeta.metadata.annotations")
+        _string_list(meta, "finalizers", "ObjectMeta.metadata.finalizers")
     match rtype.resource.group, rtype.resource.plural:
         case ("", "configmaps"):
             _string_map(obj, "data", "ConfigMap.data")

@@ -83,7 +83,7 @@ async def _apply(path: WritePath, req: ResourceRequest, raw: bytes, manager: str
         raise StatusError.bad_request(f"error decoding YAML: {err}") from None
     if not isinstance(applied, dict):
         raise StatusError.bad_request("the applied configuration is not an object")
-    applied = path.check_body(req, applied, options=options, default=False)
+    applied = path.check_body(req, applied, options=options, default=False, applied=True)
     if applied["metadata"].get("name", req.name) != req.name:
         raise StatusError.bad_request("the name of the object does not match the URL")
     applied["metadata"]["name"] = req.name

@@ -60,15 +60,20 @@ class WritePath:
         self.converter = converter
 
     def check_body(self, req: ResourceRequest, body: Obj, *, patched: bool = False,
-                   options: WriteOptions | None = None, default: bool = True) -> Obj:
+                   options: WriteOptions | None = None, default: bool = True,
+                   applied: bool = False) -> Obj:
         """Decode ``body`` as kube-apiserver does into the kind (a copy), or refuse it.
 
         kind/apiVersion must match the URL (defaulted for built-in kinds), the
         namespace too; field types, base64 and MicroTimes must decode. A
         request body is refused with 400, a patched object with 422 on
-        ``patch``. A custom resource is pruned and defaulted by its schema;
-        the fields pruned as unknown go to ``options.warnings``, or refuse
-        the body under ``fieldValidation=Strict``.
+        ``patch``. Unknown fields are dropped (a built-in kind's by its
+        OpenAPI schema; a custom resource is pruned and defaulted by its
+        own); they go to ``options.warnings`` in the decoder's order, or
+        refuse the body under ``fieldValidation=Strict``. An ``applied``
+        configuration of a built-in kind with an unknown field is refused
+        with 500, whatever ``fieldValidation``, as kube-apiserver's typed
+        patch does.
         """
         r = req.rtype.resource
         api_version, kind = body.get("apiVersion"), body.get("kind")
@@ -96,20 +101,24 @@ class WritePath:
         if r.namespaced and ns and ns != req.namespace:
             raise StatusError.bad_request("the namespace of the provided object does not match "
                                           "the namespace sent on the request")
+        paths: list[str] = []
         try:
-            decoded = decode(req.rtype, body)
+            decoded = decode(req.rtype, body, paths, sort=patched)
             normalize_microtimes(req.rtype, decoded)
             check_ca_bundles(req.rtype, decoded)
         except DecodeError as err:
             raise self._undecodable(req, body, patched, str(err)) from None
+        if applied and paths:
+            raise _undeclared(req, decoded, paths[0])
         if default and is_pod(req.rtype):
             default_pod(decoded)
         elif default:
             default_webhooks(req.rtype, decoded)
         schema = req.rtype.schema
         if schema is not None:
-            unknown = [f"unknown field {go_quote(p)}"
-                       for p in schema.decode(decoded, default=default)]
+            paths.extend(schema.decode(decoded, default=default))
+        if paths:
+            unknown = [f"unknown field {go_quote(p)}" for p in paths]
             validation = options.field_validation if options else "Warn"
             if unknown and validation == "Strict":
                 raise self._undecodable(req, body, patched,
@@ -284,6 +293,15 @@ class WritePath:
     def service_account(self, namespace: str, name: str) -> Obj | None:
         table = self.storage.tables.get(("", "serviceaccounts"))
         return table.objects.get((namespace, name)) if table is not None else None
+
+
+def _undeclared(req: ResourceRequest, obj: Obj, path: str) -> StatusError:
+    """kube-apiserver's answer to an applied configuration with a field its type lacks."""
+    r = req.rtype.resource
+    meta = obj["metadata"]
+    where = f"{meta.get('namespace') or ''}/{meta.get('name') or req.name}"
+    return StatusError(500, "", f"failed to create typed patch object ({where}; {r.group}/"
+                       f"{r.version}, Kind={r.kind}): .{path}: field not declared in schema")
 
 
 def is_pod(rtype: ResourceType) -> bool:
