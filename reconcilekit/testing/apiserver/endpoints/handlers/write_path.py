@@ -36,9 +36,10 @@ from ...machinery.status import DecodeError, StatusError
 from ...machinery.unstructured import Obj, json_type
 from ...machinery.validation import invalid, validate_object_meta
 from ...registry.generic_store import Storage, Superseded
-from ...registry.pod_defaults import admit_pod, default_pod
+from ...registry.pod_defaults import admit_pod
 from ...registry.strategies import validate as validate_kind
 from ...registry.strategies import validate_update
+from ...registry.workload_defaults import default_builtin
 from .write_options import WriteOptions
 
 __all__ = ["Change", "WritePath", "dedup_owner_references", "is_namespace", "is_pod", "name_of",
@@ -102,9 +103,8 @@ class WritePath:
             check_ca_bundles(req.rtype, decoded)
         except DecodeError as err:
             raise self._undecodable(req, body, patched, str(err)) from None
-        if default and is_pod(req.rtype):
-            default_pod(decoded)
-        elif default:
+        if default:
+            default_builtin(req.rtype, decoded)
             default_webhooks(req.rtype, decoded)
         schema = req.rtype.schema
         if schema is not None:
@@ -269,11 +269,10 @@ class WritePath:
 
     def default(self, req: ResourceRequest, obj: Obj) -> None:
         """Defaults for an object an apply made (its configuration was not defaulted)."""
-        if is_pod(req.rtype):
-            default_pod(obj)
-        elif req.rtype.schema is not None:
+        if req.rtype.schema is not None:
             req.rtype.schema.default(obj)
         else:
+            default_builtin(req.rtype, obj)
             default_webhooks(req.rtype, obj)
 
     def admit(self, req: ResourceRequest, obj: Obj) -> None:
