@@ -196,15 +196,19 @@ async def test_the_scale_subresource_reads_and_writes_replicas(apiserver: Cluste
                                       json={"spec": {"replicas": 3}},
                                       headers={"Content-Type": "application/merge-patch+json"})
     assert patched.status == 200 and patched.body["spec"] == {"replicas": 3}, patched
-    body = dict(patched.body, spec={"replicas": 2})
-    put = await apiserver.request("PUT", f"{path}/web/scale", json=body)
+    # kube-controller-manager writes the object meanwhile: a PUT without a
+    # resourceVersion is unconditional; the create's resourceVersion is surely stale
+    unconditional = {**patched.body, "metadata": {"name": "web"}, "spec": {"replicas": 2}}
+    put = await apiserver.request("PUT", f"{path}/web/scale", json=unconditional)
     assert put.status == 200 and put.body["spec"] == {"replicas": 2}, put
-    stale = await apiserver.request("PUT", f"{path}/web/scale", json=body)
-    assert stale.status == 409
+    stale = await apiserver.request("PUT", f"{path}/web/scale", json={
+        **unconditional, "metadata": {"name": "web",
+                                      "resourceVersion": meta["resourceVersion"]}})
+    assert stale.status == 409, stale
     obj = await apiserver.request("GET", f"{path}/web")
     assert obj.body["spec"]["replicas"] == 2 and obj.body["metadata"]["generation"] == 3
     negative = await apiserver.request("PUT", f"{path}/web/scale",
-                                       json=dict(put.body, spec={"replicas": -1}))
+                                       json=dict(unconditional, spec={"replicas": -1}))
     assert negative.status == 422
     assert negative.body["message"] == ('Scale.autoscaling "web" is invalid: spec.replicas: '
                                         "Invalid value: -1: must be greater than or equal to 0")
