@@ -140,6 +140,8 @@ async def test_a_service_gets_a_cluster_ip_and_its_defaults(apiserver: Cluster) 
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "hl"},
         "spec": {"clusterIP": "None", "selector": {"app": "web"}}})
     assert headless.body["spec"]["clusterIPs"] == ["None"], headless
+    deleted = await apiserver.request("DELETE", f"{path}/web")  # answered with the object
+    assert deleted.status == 200 and deleted.body["kind"] == "Service", deleted
 
 
 async def test_the_validation_controllers_trip_on(apiserver: Cluster) -> None:
@@ -166,6 +168,8 @@ async def test_the_validation_controllers_trip_on(apiserver: Cluster) -> None:
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
         "spec": _selected("d")})
     assert created.status == 201
+    deleted = await apiserver.request("DELETE", f"{deployments}/d?dryRun=All")
+    assert deleted.body["kind"] == "Status" and deleted.body["status"] == "Success", deleted
     moved = await apiserver.request("PATCH", f"{deployments}/d", json={"spec": {
         "selector": {"matchLabels": {"x": "y"}},
         "template": {"metadata": {"labels": {"x": "y"}}}}},

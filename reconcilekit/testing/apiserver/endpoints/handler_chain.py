@@ -219,11 +219,12 @@ class Handler:
                  gone: bool) -> dict[str, Any]:
         """A DELETE's answer: the object, or a Success Status where kube-apiserver sends one.
 
-        Pods and custom resources answer with the object; other built-in kinds
-        answer a removal with ``status: Success`` and the object's details.
+        Pods, Services and custom resources answer with the object; other built-in
+        kinds answer a removal with ``status: Success`` and the object's details.
         """
         r = req.rtype.resource
-        if not gone or not req.rtype.builtin or r.plural == "pods":
+        if not gone or not req.rtype.builtin or (r.group == "" and r.plural in (
+                "pods", "services")):
             return self._out(req, obj)
         details: dict[str, Any] = {"name": obj["metadata"]["name"]}
         if r.group:
