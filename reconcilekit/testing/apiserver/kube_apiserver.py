@@ -21,6 +21,7 @@ from .endpoints.filters import ServerSettings
 from .endpoints.handler_chain import Handler
 from .extra import require_testing_extra
 from .kubeconfig import kubeconfig_document, write_kubeconfig
+from .machinery.builtin_kinds import builtin_api
 from .machinery.resources import Registry
 from .registry.generic_store import Storage
 
@@ -81,7 +82,8 @@ class APIServer:
         self._certificate = ServingCertificate.generate(("127.0.0.1", "localhost"),
                                                         common_name="reconcilekit-apiserver")
         self._ca_dir: Path | None = None
-        self.registry = Registry()
+        builtin = builtin_api()  # the capture is read here, by the first server made
+        self.registry = Registry(builtin.types, builtin.group_order)
         self.storage = Storage(history_limit=history_limit, now=time.time)
         self.lifecycle = Lifecycle(self.storage, self.registry,
                                    root_ca=self._certificate.ca_pem.decode())

@@ -78,7 +78,7 @@ from ..machinery.status import DecodeError, StatusError
 from ..machinery.unstructured import Obj, json_type
 from ..patching.json_patch import PatchError, json_patch
 from ..registry.generic_store import Storage
-from ..registry.pod_defaults import default_pod
+from ..registry.workload_defaults import default_builtin
 from ..webhook_client.https_client import CallError, WebhookClient
 from .match_conditions import evaluate
 from .webhook_configurations import GROUP, Webhook, webhooks
@@ -452,8 +452,7 @@ def _base64_error(text: str) -> str:
 
 def _default(rtype: ResourceType, obj: Obj) -> None:
     """The defaulting a patched object gets again (the scheme's, or the schema's)."""
-    r = rtype.resource
-    if rtype.builtin and r.group == "" and r.plural == "pods":
-        default_pod(obj)
+    if rtype.builtin:
+        default_builtin(rtype, obj)
     elif rtype.schema is not None:
         rtype.schema.default(obj)

@@ -205,7 +205,8 @@ async def serve_discovery(ctx: ServerContext, request: web.Request, scope: Scope
     """Discovery and OpenAPI v3 documents; any other path outside ``/api/V`` and
     ``/apis/G/V`` is refused (403 to anonymous, 405 but for GET, else 404)."""
     parts = scope.parts
-    discovery = self_subject_review.discovery(parts, _discovery(ctx, parts))
+    discovery = self_subject_review.discovery(parts, _discovery(ctx, parts),
+                                              ctx.registry.group_order)
     if discovery is None and parts and parts[0] in ("api", "apis") and not (
             parts[0] == "api" and len(parts) < 2) and not (
             parts[0] == "apis" and len(parts) < 3):

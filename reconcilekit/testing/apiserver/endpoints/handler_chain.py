@@ -28,6 +28,7 @@ from ..machinery.request_info import (
     int_param,
     resource_version,
 )
+from ..machinery.request_user import RequestUser
 from ..machinery.resources import Registry
 from ..machinery.status import Cause, DecodeError, StatusError
 from ..registry.generic_store import Storage
@@ -55,6 +56,7 @@ from .filters import (
 from .handlers.create import create
 from .handlers.delete import delete, delete_collection
 from .handlers.patch import patch
+from .handlers.scale import get_scale, patch_scale, update_scale
 from .handlers.update import bind, update
 from .handlers.watch import serve_watch
 from .handlers.write_options import DeleteOptions, WriteOptions, parse_json
@@ -128,6 +130,8 @@ class Handler:
         """The handler of the request's verb, once every filter let it through."""
         req, verb, who = scope.resource, scope.verb, scope.who
         assert req is not None
+        if req.subresource == "scale":
+            return await self._scale(request, req, verb, who)
         match verb:
             case "get":
                 return await self._get(req, rendering(request.headers.get("Accept", ""),
@@ -186,6 +190,22 @@ class Handler:
                     "items": [_list_item(self._out(req, o), req.rtype.builtin)
                               for o in deleted]}, 200, _warnings(warnings))
 
+    async def _scale(self, request: web.Request, req: ResourceRequest, verb: str,
+                     who: RequestUser) -> web.Response:
+        """``/scale``: GET, PUT and PATCH of the object's ``autoscaling/v1`` Scale."""
+        if verb == "get":
+            return json_response(get_scale(self.writes, req))
+        kind = "PatchOptions" if verb == "patch" else "UpdateOptions"
+        opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []), kind)
+        if verb == "patch":
+            content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+            scale = await patch_scale(self.writes, req, content_type, await request.read(),
+                                      self._manager(request), opts, user=who)
+        else:
+            scale = await update_scale(self.writes, req, await _body(request),
+                                       self._manager(request), opts, user=who)
+        return json_response(scale, 200, _warnings(opts.warnings))
+
     # -- helpers ------------------------------------------------------------------------
 
     def _out(self, req: ResourceRequest, obj: dict[str, Any]) -> dict[str, Any]:
@@ -199,11 +219,12 @@ class Handler:
                  gone: bool) -> dict[str, Any]:
         """A DELETE's answer: the object, or a Success Status where kube-apiserver sends one.
 
-        Pods and custom resources answer with the object; other built-in kinds
-        answer a removal with ``status: Success`` and the object's details.
+        Pods, Services and custom resources answer with the object; other built-in
+        kinds answer a removal with ``status: Success`` and the object's details.
         """
         r = req.rtype.resource
-        if not gone or not req.rtype.builtin or r.plural == "pods":
+        if not gone or not req.rtype.builtin or (r.group == "" and r.plural in (
+                "pods", "services")):
             return self._out(req, obj)
         details: dict[str, Any] = {"name": obj["metadata"]["name"]}
         if r.group:

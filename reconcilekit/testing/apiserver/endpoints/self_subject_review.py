@@ -5,12 +5,14 @@ What ``kubectl auth whoami`` and controllers that must know their own user
 kube-apiserver 1.28: create-only and never stored; ``POST`` on the
 collection answers 201 with ``status.userInfo`` whatever the body says
 (dry run included); any other method there is 405; paths below it are 404.
-Discovery lists the group with this one resource (kube-apiserver also lists
-``tokenreviews``, which this server does not serve).
+Discovery lists the group with this one resource, where kube-apiserver lists
+the group (kube-apiserver also lists ``tokenreviews``, which this server does
+not serve).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..machinery.request_user import RequestUser
@@ -40,12 +42,18 @@ def answer(parts: list[str], method: str, user: RequestUser, now: str) -> dict[s
             "status": {"userInfo": user.review()}}
 
 
-def discovery(parts: list[str], doc: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``doc`` (the registry's discovery answer for ``parts``, or None) with this group."""
+def discovery(parts: list[str], doc: dict[str, Any] | None,
+              group_order: Sequence[str] = ()) -> dict[str, Any] | None:
+    """``doc`` (the registry's discovery answer for ``parts``, or None) with this group,
+    placed where ``group_order`` (kube-apiserver's order of groups) puts it."""
     if parts == ["apis"] and doc is not None:
-        if all(g["name"] != GROUP for g in doc["groups"]):
-            doc["groups"].append({"name": GROUP, "versions": [_VERSION],
-                                  "preferredVersion": _VERSION})
+        groups = doc["groups"]
+        if all(g["name"] != GROUP for g in groups):
+            before = set(group_order[:list(group_order).index(GROUP)]) if (
+                GROUP in group_order) else {g["name"] for g in groups}
+            at = sum(1 for g in groups if g["name"] in before)
+            groups.insert(at, {"name": GROUP, "versions": [_VERSION],
+                               "preferredVersion": _VERSION})
         return doc
     if parts == ["apis", GROUP] and doc is None:
         return {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP, "versions": [_VERSION],

@@ -60,6 +60,7 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
     name = rest[1] if len(rest) >= 2 else None
     sub = rest[2] if len(rest) == 3 else None
     if sub is not None and not ((sub == "status" and rtype.status_subresource)
+                                or (sub == "scale" and rtype.scale_subresource)
                                 or (sub == "binding" and rtype.resource.plural == "pods"
                                     and rtype.resource.group == "")):
         raise StatusError.not_found_path()

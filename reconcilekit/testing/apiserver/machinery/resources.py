@@ -1,13 +1,15 @@
 """The resource types the test API server serves, and its discovery documents.
 
-Built-in types are fixed; custom resources are added and removed as
-CustomResourceDefinitions are created and deleted (see :mod:`..controllers.builtin_controllers`).
+Built-in types are kube-apiserver's, read from its captured discovery by
+:mod:`.builtin_kinds` when a server is made; custom resources are added and
+removed as CustomResourceDefinitions are created and deleted (see
+:mod:`..controllers.builtin_controllers`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,7 +17,7 @@ from ...._objects import Resource
 from .status import Cause
 from .unstructured import Obj
 
-__all__ = ["BUILTIN_TYPES", "ObjectSchema", "Registry", "ResourceType"]
+__all__ = ["COMMON_FIELDS", "ObjectSchema", "Registry", "ResourceType"]
 
 
 class ObjectSchema(Protocol):
@@ -39,7 +41,7 @@ class ObjectSchema(Protocol):
         """Every reason the object's ``status`` is invalid (a status update)."""
 
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-_COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,25 +54,32 @@ class ResourceType:
     outside metadata (and status, with a status subresource) changes.
     ``unconditional_update``: a PUT without ``metadata.resourceVersion`` is
     allowed (ConfigMaps), instead of refused with 422 (Leases, custom resources).
+    ``scale_subresource``: ``/scale`` reads and writes ``spec.replicas`` as an
+    ``autoscaling/v1`` Scale.
     ``builtin``: accepts strategic-merge patches; list items carry no
     ``kind``/``apiVersion``.
     ``schema``: a custom resource's structural schema (pruning, defaults,
     validation). ``printer_columns``: a custom resource's
     ``additionalPrinterColumns`` (None for built-in kinds, printed by their own rules).
+    ``discovery``: a built-in type's discovery entries as kube-apiserver serves them
+    (the resource's, then its subresources'); empty for custom resources, whose
+    entries are made from the other fields.
     """
 
     resource: Resource
     singular: str
     short_names: tuple[str, ...] = ()
     status_subresource: bool = False
+    scale_subresource: bool = False
     generation: bool = False
     unconditional_update: bool = True
     builtin: bool = True
-    field_labels: frozenset[str] = _COMMON_FIELDS
+    field_labels: frozenset[str] = COMMON_FIELDS
     categories: tuple[str, ...] = ()
     crd_name: str | None = None
     schema: ObjectSchema | None = field(default=None, compare=False)
     printer_columns: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
+    discovery: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
 
     @property
     def list_kind(self) -> str:
@@ -90,7 +99,9 @@ class ResourceType:
         return f"{r.kind}.{r.group}" if r.group else r.kind
 
     def api_resources(self) -> list[dict[str, Any]]:
-        """The ``APIResourceList.resources`` entries for this type (and its status)."""
+        """The ``APIResourceList.resources`` entries for this type (and its subresources)."""
+        if self.discovery:
+            return [dict(entry) for entry in self.discovery]
         r = self.resource
         entry: dict[str, Any] = {
             "name": r.plural,
@@ -119,55 +130,16 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-def _core(kind: str, plural: str, singular: str, **kw: Any) -> ResourceType:
-    namespaced = kw.pop("namespaced", True)
-    return ResourceType(Resource("", "v1", kind, plural, namespaced), singular, **kw)
-
-
-BUILTIN_TYPES: tuple[ResourceType, ...] = (
-    _core("Namespace", "namespaces", "namespace", namespaced=False, short_names=("ns",),
-          status_subresource=True, field_labels=_COMMON_FIELDS | {"status.phase"}),
-    _core("Pod", "pods", "pod", short_names=("po",), status_subresource=True,
-          categories=("all",),
-          field_labels=_COMMON_FIELDS | {
-              "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-              "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
-              "status.podIP", "status.nominatedNodeName"}),
-    _core("ConfigMap", "configmaps", "configmap", short_names=("cm",)),
-    _core("Secret", "secrets", "secret", field_labels=_COMMON_FIELDS | {"type"}),
-    _core("Event", "events", "event", short_names=("ev",),
-          field_labels=_COMMON_FIELDS | {
-              "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-              "involvedObject.uid", "involvedObject.apiVersion",
-              "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
-              "reportingComponent", "source", "type"}),
-    _core("ServiceAccount", "serviceaccounts", "serviceaccount", short_names=("sa",)),
-    ResourceType(Resource("coordination.k8s.io", "v1", "Lease", "leases"), "lease",
-                 unconditional_update=False),
-    ResourceType(Resource("events.k8s.io", "v1", "Event", "events"), "event",
-                 short_names=("ev",)),
-    ResourceType(Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
-                          "customresourcedefinitions", namespaced=False),
-                 "customresourcedefinition", short_names=("crd", "crds"),
-                 status_subresource=True, generation=True, categories=("api-extensions",)),
-    ResourceType(Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
-                          "mutatingwebhookconfigurations", namespaced=False),
-                 "mutatingwebhookconfiguration", generation=True,
-                 categories=("api-extensions",)),
-    ResourceType(Resource("admissionregistration.k8s.io", "v1",
-                          "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
-                          namespaced=False),
-                 "validatingwebhookconfiguration", generation=True,
-                 categories=("api-extensions",)),
-)
-
-
 class Registry:
     """Resource types by group/version/plural; the source of discovery documents."""
 
-    def __init__(self) -> None:
+    def __init__(self, builtin: Iterable[ResourceType] = (),
+                 group_order: tuple[str, ...] = ()) -> None:
+        """``builtin``: the built-in types; ``group_order``: the built-in groups in
+        kube-apiserver's order (custom resources' groups come after them)."""
+        self.group_order = group_order
         self._types: dict[tuple[str, str, str], ResourceType] = {}
-        for rtype in BUILTIN_TYPES:
+        for rtype in builtin:
             self.add(rtype)
 
     def add(self, rtype: ResourceType) -> None:
@@ -211,7 +183,8 @@ class Registry:
 
     def api_group_list(self) -> dict[str, Any]:
         groups = []
-        for name in self.groups():
+        rank = {name: i for i, name in enumerate(self.group_order)}
+        for name in sorted(self.groups(), key=lambda g: rank.get(g, len(rank))):
             doc = self.api_group(name)
             assert doc is not None
             del doc["kind"], doc["apiVersion"]

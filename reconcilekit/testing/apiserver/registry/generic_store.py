@@ -252,7 +252,7 @@ class Storage:
         meta["creationTimestamp"] = timestamp(self.now())
         if rtype.generation:
             meta["generation"] = 1
-        prepare_for_create(rtype, obj)
+        prepare_for_create(rtype, obj, table.objects.values())
         meta["managedFields"] = managed_fields if managed_fields is not None else (
             self.ownership(rtype).updated(None, obj, manager, None, self.now()))
         return obj

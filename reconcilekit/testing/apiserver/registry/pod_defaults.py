@@ -24,7 +24,7 @@ from typing import Any
 from ..machinery.status import StatusError
 from ..machinery.unstructured import Obj
 
-__all__ = ["admit_pod", "default_pod", "qos_class"]
+__all__ = ["admit_pod", "default_pod", "default_pod_spec", "qos_class"]
 
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 _FILE_MODE = 420  # 0644
@@ -93,12 +93,18 @@ def default_pod(pod: Obj) -> None:
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return
+    default_pod_spec(spec)
+    spec.setdefault("enableServiceLinks", True)  # SetDefaults_Pod's, not a template's
+
+
+def default_pod_spec(spec: Obj) -> None:
+    """``SetDefaults_PodSpec`` and its containers' and volumes' defaults (a Pod's spec or
+    a pod template's), in place."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("enableServiceLinks", True)
     for container in _containers(spec):
         _default_container(container)
     for volume in spec.get("volumes") or ():

@@ -17,15 +17,16 @@ ValidatingWebhookConfigurations and MutatingWebhookConfigurations are validated
 by :mod:`..admission.webhook_configurations`, CRDs by :mod:`..apiextensions.crd`, both
 called by the write path beside this module's :func:`validate`.
 
-Everything else about these kinds (defaulting Pod specs, most of Pod
-validation, events.k8s.io Events) is not done.
+The workload kinds' and Services' steps are :mod:`.workload_strategies`'.
+Everything else about these kinds (most of Pod validation, events.k8s.io
+Events) is not done.
 """
 
 from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -35,6 +36,12 @@ from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import config_key_errors, dns_label_errors, invalid
 from .pod_defaults import qos_class
+from .workload_strategies import (
+    prepare_workload,
+    prepare_workload_update,
+    validate_workload,
+    validate_workload_update,
+)
 
 __all__ = ["graceful_period", "prepare_for_create", "prepare_for_update", "validate",
            "validate_update"]
@@ -61,8 +68,9 @@ def _kind(rtype: ResourceType) -> tuple[str, str]:
 # -- prepare ----------------------------------------------------------------------------
 
 
-def prepare_for_create(rtype: ResourceType, obj: Obj) -> None:
-    """What the kinds' PrepareForCreate set: status a create may not set, server labels."""
+def prepare_for_create(rtype: ResourceType, obj: Obj, existing: Iterable[Obj] = ()) -> None:
+    """What the kinds' PrepareForCreate set: status a create may not set, server labels
+    (``existing``: the kind's stored objects, for what is allocated among them)."""
     match _kind(rtype):
         case ("", "namespaces"):
             obj["spec"] = {"finalizers": ["kubernetes"]}
@@ -72,11 +80,15 @@ def prepare_for_create(rtype: ResourceType, obj: Obj) -> None:
             obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
         case _ if rtype.status_subresource:
             obj.pop("status", None)
+    if rtype.builtin:
+        prepare_workload(rtype, obj, existing)
 
 
 def prepare_for_update(rtype: ResourceType, old: Obj, new: Obj) -> None:
     if _kind(rtype) == ("", "namespaces"):
         _label_namespace(new)
+    if rtype.builtin:
+        prepare_workload_update(rtype, old, new)
 
 
 def _label_namespace(obj: Obj) -> None:
@@ -101,7 +113,7 @@ def validate(rtype: ResourceType, obj: Obj, namespace: str) -> list[Cause]:
             return _validate_event(obj, namespace)
         case ("coordination.k8s.io", "leases"):
             return _validate_lease(obj.get("spec") or {})
-    return []
+    return validate_workload(rtype, obj) if rtype.builtin else []
 
 
 def validate_update(rtype: ResourceType, old: Obj, new: Obj) -> list[Cause]:
@@ -116,6 +128,8 @@ def validate_update(rtype: ResourceType, old: Obj, new: Obj) -> list[Cause]:
             causes.extend(_immutable(old, new, ("data", "binaryData")))
         case ("", "pods"):
             causes.extend(_validate_pod_update(old.get("spec") or {}, new.get("spec") or {}))
+        case _ if rtype.builtin:
+            causes.extend(validate_workload_update(rtype, old, new))
     return causes
 
 

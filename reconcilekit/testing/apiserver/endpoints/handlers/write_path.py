@@ -36,9 +36,10 @@ from ...machinery.status import DecodeError, StatusError
 from ...machinery.unstructured import Obj, json_type
 from ...machinery.validation import invalid, validate_object_meta
 from ...registry.generic_store import Storage, Superseded
-from ...registry.pod_defaults import admit_pod, default_pod
+from ...registry.pod_defaults import admit_pod
 from ...registry.strategies import validate as validate_kind
 from ...registry.strategies import validate_update
+from ...registry.workload_defaults import default_builtin
 from .write_options import WriteOptions
 
 __all__ = ["Change", "WritePath", "dedup_owner_references", "is_namespace", "is_pod", "name_of",
@@ -110,9 +111,8 @@ class WritePath:
             raise self._undecodable(req, body, patched, str(err)) from None
         if applied and paths:
             raise _undeclared(req, decoded, paths[0])
-        if default and is_pod(req.rtype):
-            default_pod(decoded)
-        elif default:
+        if default:
+            default_builtin(req.rtype, decoded)
             default_webhooks(req.rtype, decoded)
         schema = req.rtype.schema
         if schema is not None:
@@ -278,11 +278,10 @@ class WritePath:
 
     def default(self, req: ResourceRequest, obj: Obj) -> None:
         """Defaults for an object an apply made (its configuration was not defaulted)."""
-        if is_pod(req.rtype):
-            default_pod(obj)
-        elif req.rtype.schema is not None:
+        if req.rtype.schema is not None:
             req.rtype.schema.default(obj)
         else:
+            default_builtin(req.rtype, obj)
             default_webhooks(req.rtype, obj)
 
     def admit(self, req: ResourceRequest, obj: Obj) -> None:

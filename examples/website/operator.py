@@ -1,0 +1,106 @@
+"""Run each ``Website`` (an image and a replica count) as a Deployment behind a Service.
+
+The reconciler owns both children through controller references (so they are
+garbage-collected with their Website, and a change to either wakes their
+Website up), writes only what differs from what it wants (a merge patch of
+the fields it manages, so the server's defaults stay), and reports a ``Ready``
+condition for the generation it acted on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconcilekit import Cache, Client, Manager, NotFound, Reconciler, Request, Resource, Result
+from reconcilekit.conditions import set_status_condition
+from reconcilekit.ownership import set_controller_reference
+from reconcilekit.upsert import create_or_patch
+
+GROUP = "example.reconcilekit.dev"
+WEBSITES = Resource(GROUP, "v1", "Website", "websites")
+DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments")
+SERVICES = Resource("", "v1", "Service", "services")
+
+WEBSITE_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"websites.{GROUP}"},
+    "spec": {"group": GROUP, "scope": "Namespaced",
+             "names": {"plural": "websites", "singular": "website", "kind": "Website"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                               "spec": {"type": "object", "required": ["image"], "properties": {
+                                   "image": {"type": "string"},
+                                   "replicas": {"type": "integer", "minimum": 0,
+                                                "default": 1}}},
+                               "status": {"type": "object",
+                                          "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
+
+PORT = 8080
+
+
+class WebsiteReconciler(Reconciler):
+    """Makes the Deployment and the Service named like the Website match its spec."""
+
+    def __init__(self, client: Client, cache: Cache) -> None:
+        self.client = client
+        self.cache = cache
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            site = await self.cache.get(WEBSITES, request.name, request.namespace)
+        except NotFound:
+            return Result.done()  # its children are garbage-collected with it
+        labels = {"app.kubernetes.io/name": "website", "app.kubernetes.io/instance": request.name}
+
+        def deployment(obj: dict[str, Any]) -> None:
+            set_controller_reference(site, obj)
+            spec = obj.setdefault("spec", {})
+            spec["replicas"] = site["spec"].get("replicas", 1)
+            spec["selector"] = {"matchLabels": labels}
+            template = spec.setdefault("template", {})
+            template.setdefault("metadata", {})["labels"] = labels
+            pod = template.setdefault("spec", {})
+            pod["containers"] = [_container(pod, site["spec"]["image"])]
+
+        def service(obj: dict[str, Any]) -> None:
+            set_controller_reference(site, obj)
+            spec = obj.setdefault("spec", {})
+            spec["selector"] = labels
+            spec["ports"] = [{"name": "http", "port": 80, "targetPort": PORT,
+                              "protocol": "TCP"}]
+
+        await create_or_patch(self.client, DEPLOYMENTS, request.name, request.namespace,
+                              deployment)
+        await create_or_patch(self.client, SERVICES, request.name, request.namespace, service)
+        conditions = list((site.get("status") or {}).get("conditions") or [])
+        if set_status_condition(conditions, {
+                "type": "Ready", "status": "True", "reason": "ChildrenUpToDate",
+                "message": "the Deployment and the Service match the spec",
+                "observedGeneration": site["metadata"].get("generation")}):
+            await self.client.patch_status(WEBSITES, request.name,
+                                           {"status": {"conditions": conditions}},
+                                           request.namespace)
+        return Result.done()
+
+
+def _container(pod: dict[str, Any], image: str) -> dict[str, Any]:
+    """The ``web`` container as stored (server defaults kept), with the wanted image."""
+    current: dict[str, Any] = next(
+        (c for c in pod.get("containers") or () if c.get("name") == "web"), {})
+    return {**current, "name": "web", "image": image,
+            "ports": [{"containerPort": PORT, "protocol": "TCP"}]}
+
+
+def build(client: Client, *, namespace: str | None = None,
+          http_addr: str | None = ":8080") -> Manager:
+    """A manager running :class:`WebsiteReconciler` on ``namespace`` (None: every one),
+    serving /metrics, /healthz and /readyz on ``http_addr`` (None: not at all)."""
+    manager = Manager(client, name="website-operator", namespace=namespace,
+                      http_addr=http_addr)
+    (manager.controller()
+        .for_(WEBSITES)      # reconcile each Website...
+        .owns(DEPLOYMENTS)   # ...and its owner when its Deployment
+        .owns(SERVICES)      # or its Service changes
+        .complete(WebsiteReconciler(client, manager.cache)))
+    return manager

@@ -1,0 +1,222 @@
+"""Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs and Services:
+what kube-apiserver 1.28 fills in, refuses and answers on ``/scale``.
+
+Every expectation was first recorded on kube-apiserver v1.28.7; the tests run
+on both backends (``dryRun=All`` where a controller of kube-controller-manager
+would otherwise change the answer).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from reconcilekit.testing import Cluster
+
+CONTAINER = {"name": "c", "image": "nginx"}
+POD_SPEC_DEFAULTED = {
+    "containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Always",
+                    "resources": {}, "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File"}],
+    "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
+    "schedulerName": "default-scheduler", "securityContext": {},
+    "terminationGracePeriodSeconds": 30}
+
+
+def _template(app: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": app}}, "spec": {"containers": [CONTAINER], **spec}}
+
+
+def _selected(app: str) -> dict[str, Any]:
+    return {"selector": {"matchLabels": {"app": app}}, "template": _template(app)}
+
+
+def _defaulted_template(app: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"creationTimestamp": None, "labels": {"app": app}},
+            "spec": {**POD_SPEC_DEFAULTED, **spec}}
+
+
+CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], Any]] = [
+    ("apps/v1", "Deployment", _selected("d"), {
+        "progressDeadlineSeconds": 600, "replicas": 1, "revisionHistoryLimit": 10,
+        "selector": {"matchLabels": {"app": "d"}},
+        "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+                     "type": "RollingUpdate"},
+        "template": _defaulted_template("d")}, {}),
+    ("apps/v1", "StatefulSet", _selected("s"), {
+        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+        "podManagementPolicy": "OrderedReady", "replicas": 1, "revisionHistoryLimit": 10,
+        "selector": {"matchLabels": {"app": "s"}}, "serviceName": "",
+        "template": _defaulted_template("s"),
+        "updateStrategy": {"rollingUpdate": {"partition": 0}, "type": "RollingUpdate"}},
+        {"availableReplicas": 0, "replicas": 0}),
+    ("apps/v1", "DaemonSet", _selected("ds"), {
+        "revisionHistoryLimit": 10, "selector": {"matchLabels": {"app": "ds"}},
+        "template": _defaulted_template("ds"),
+        "updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+                           "type": "RollingUpdate"}},
+        {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0,
+         "numberReady": 0}),
+    ("apps/v1", "ReplicaSet", _selected("rs"), {
+        "replicas": 1, "selector": {"matchLabels": {"app": "rs"}},
+        "template": _defaulted_template("rs")}, {"replicas": 0}),
+    ("batch/v1", "CronJob", {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {
+        "template": {"spec": {"restartPolicy": "OnFailure", "containers": [CONTAINER]}}}}}, {
+        "concurrencyPolicy": "Allow", "failedJobsHistoryLimit": 1, "schedule": "*/5 * * * *",
+        "successfulJobsHistoryLimit": 3, "suspend": False,
+        "jobTemplate": {"metadata": {"creationTimestamp": None}, "spec": {"template": {
+            "metadata": {"creationTimestamp": None},
+            "spec": {**POD_SPEC_DEFAULTED, "restartPolicy": "OnFailure"}}}}}, {}),
+]
+
+
+def _path(apiserver: Cluster, api_version: str, kind: str) -> str:
+    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    return f"{prefix}/namespaces/{apiserver.namespace}/{kind.lower()}s"
+
+
+@pytest.mark.parametrize(("api_version", "kind", "spec", "defaulted", "status"), CASES,
+                         ids=[c[1] for c in CASES])
+async def test_a_minimal_workload_is_defaulted_as_kube_apiserver_defaults_it(
+        apiserver: Cluster, api_version: str, kind: str, spec: dict[str, Any],
+        defaulted: dict[str, Any], status: Any) -> None:
+    got = await apiserver.request(
+        "POST", _path(apiserver, api_version, kind) + "?dryRun=All",
+        json={"apiVersion": api_version, "kind": kind, "metadata": {"name": "w"}, "spec": spec})
+    assert got.status == 201, got
+    assert got.body["spec"] == defaulted
+    assert got.body["status"] == status
+    assert got.body["metadata"]["generation"] == 1
+
+
+async def test_a_job_gets_a_selector_and_labels_from_its_uid(apiserver: Cluster) -> None:
+    got = await apiserver.request("POST", _path(apiserver, "batch/v1", "Job") + "?dryRun=All",
+                                  json={"apiVersion": "batch/v1", "kind": "Job",
+                                        "metadata": {"name": "j"}, "spec": {"template": {
+                                            "spec": {"restartPolicy": "Never",
+                                                     "containers": [CONTAINER]}}}})
+    assert got.status == 201, got
+    uid, spec = got.body["metadata"]["uid"], got.body["spec"]
+    labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "j",
+              "controller-uid": uid, "job-name": "j"}
+    assert got.body["metadata"]["labels"] == labels
+    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert spec["template"]["metadata"]["labels"] == labels
+    assert {k: spec[k] for k in ("backoffLimit", "completionMode", "completions", "parallelism",
+                                 "suspend")} == {"backoffLimit": 6, "completionMode": "NonIndexed",
+                                                 "completions": 1, "parallelism": 1,
+                                                 "suspend": False}
+    assert got.body["status"] == {}
+
+
+async def test_a_service_gets_a_cluster_ip_and_its_defaults(apiserver: Cluster) -> None:
+    path = _path(apiserver, "v1", "Service")
+    got = await apiserver.request("POST", path, json={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    assert got.status == 201, got
+    spec = got.body["spec"]
+    assert spec["clusterIPs"] == [spec["clusterIP"]] and spec["clusterIP"].count(".") == 3
+    assert {k: v for k, v in spec.items() if k not in ("clusterIP", "clusterIPs")} == {
+        "internalTrafficPolicy": "Cluster", "ipFamilies": ["IPv4"],
+        "ipFamilyPolicy": "SingleStack", "ports": [{"port": 80, "protocol": "TCP",
+                                                    "targetPort": 80}],
+        "selector": {"app": "web"}, "sessionAffinity": "None", "type": "ClusterIP"}
+    assert got.body["status"] == {"loadBalancer": {}}
+    # an update that leaves the cluster IP out keeps it; changing it is refused
+    body = copy.deepcopy(got.body)
+    del body["spec"]["clusterIP"], body["spec"]["clusterIPs"]
+    kept = await apiserver.request("PUT", f"{path}/web", json=body)
+    assert kept.status == 200 and kept.body["spec"]["clusterIP"] == spec["clusterIP"], kept
+    moved = await apiserver.request("PATCH", f"{path}/web", json={"spec": {
+        "clusterIP": "10.0.0.99", "clusterIPs": ["10.0.0.99"]}},
+        headers={"Content-Type": "application/merge-patch+json"})
+    assert moved.status == 422
+    assert moved.body["message"] == ('Service "web" is invalid: spec.clusterIPs[0]: Invalid value:'
+                                     ' []string{"10.0.0.99"}: may not change once set')
+    headless = await apiserver.request("POST", path + "?dryRun=All", json={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "hl"},
+        "spec": {"clusterIP": "None", "selector": {"app": "web"}}})
+    assert headless.body["spec"]["clusterIPs"] == ["None"], headless
+    deleted = await apiserver.request("DELETE", f"{path}/web")  # answered with the object
+    assert deleted.status == 200 and deleted.body["kind"] == "Service", deleted
+
+
+async def test_the_validation_controllers_trip_on(apiserver: Cluster) -> None:
+    deployments = _path(apiserver, "apps/v1", "Deployment")
+    mismatch = await apiserver.request("POST", deployments, json={
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bad"},
+        "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": _template("y")}})
+    assert mismatch.status == 422
+    assert mismatch.body["message"] == (
+        'Deployment.apps "bad" is invalid: spec.template.metadata.labels: Invalid value: '
+        'map[string]string{"app":"y"}: `selector` does not match template `labels`')
+    job = await apiserver.request("POST", _path(apiserver, "batch/v1", "Job"), json={
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "bad"},
+        "spec": {"template": {"spec": {"containers": [CONTAINER]}}}})
+    assert job.status == 422
+    assert job.body["message"] == ('Job.batch "bad" is invalid: spec.template.spec.restartPolicy: '
+                                   'Required value: valid values: "OnFailure", "Never"')
+    ports = await apiserver.request("POST", _path(apiserver, "v1", "Service"), json={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "bad"},
+        "spec": {"ports": [{"port": 80, "name": "a"}, {"port": 81}]}})
+    assert ports.status == 422
+    assert ports.body["message"] == 'Service "bad" is invalid: spec.ports[1].name: Required value'
+    created = await apiserver.request("POST", deployments, json={
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": _selected("d")})
+    assert created.status == 201
+    deleted = await apiserver.request("DELETE", f"{deployments}/d?dryRun=All")
+    assert deleted.body["kind"] == "Status" and deleted.body["status"] == "Success", deleted
+    moved = await apiserver.request("PATCH", f"{deployments}/d", json={"spec": {
+        "selector": {"matchLabels": {"x": "y"}},
+        "template": {"metadata": {"labels": {"x": "y"}}}}},
+        headers={"Content-Type": "application/merge-patch+json"})
+    assert moved.status == 422
+    assert moved.body["message"] == (
+        'Deployment.apps "d" is invalid: spec.selector: Invalid value: v1.LabelSelector{'
+        'MatchLabels:map[string]string{"app":"d", "x":"y"}, '
+        'MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable')
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicaSet"])
+async def test_the_scale_subresource_reads_and_writes_replicas(apiserver: Cluster,
+                                                               kind: str) -> None:
+    path = _path(apiserver, "apps/v1", kind)
+    created = await apiserver.request("POST", path, json={
+        "apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "web"},
+        "spec": {**_selected("web"), "replicas": 0}})
+    assert created.status == 201, created
+    scale = await apiserver.request("GET", f"{path}/web/scale")
+    assert scale.status == 200, scale
+    meta = created.body["metadata"]
+    assert scale.body["kind"] == "Scale" and scale.body["apiVersion"] == "autoscaling/v1"
+    assert scale.body["metadata"]["uid"] == meta["uid"]
+    assert scale.body["spec"] == {}  # replicas 0 is left out (omitempty)
+    assert scale.body["status"]["selector"] == "app=web"
+    patched = await apiserver.request("PATCH", f"{path}/web/scale",
+                                      json={"spec": {"replicas": 3}},
+                                      headers={"Content-Type": "application/merge-patch+json"})
+    assert patched.status == 200 and patched.body["spec"] == {"replicas": 3}, patched
+    # kube-controller-manager writes the object meanwhile: a PUT without a
+    # resourceVersion is unconditional; the create's resourceVersion is surely stale
+    unconditional = {**patched.body, "metadata": {"name": "web"}, "spec": {"replicas": 2}}
+    put = await apiserver.request("PUT", f"{path}/web/scale", json=unconditional)
+    assert put.status == 200 and put.body["spec"] == {"replicas": 2}, put
+    stale = await apiserver.request("PUT", f"{path}/web/scale", json={
+        **unconditional, "metadata": {"name": "web",
+                                      "resourceVersion": meta["resourceVersion"]}})
+    assert stale.status == 409, stale
+    obj = await apiserver.request("GET", f"{path}/web")
+    assert obj.body["spec"]["replicas"] == 2 and obj.body["metadata"]["generation"] == 3
+    negative = await apiserver.request("PUT", f"{path}/web/scale",
+                                       json=dict(unconditional, spec={"replicas": -1}))
+    assert negative.status == 422
+    assert negative.body["message"] == ('Scale.autoscaling "web" is invalid: spec.replicas: '
+                                        "Invalid value: -1: must be greater than or equal to 0")
+    missing = await apiserver.request("GET", f"{path}/nope/scale")
+    assert missing.status == 404
+    named = "statefulsets" if kind == "StatefulSet" else f"{kind.lower()}s/scale"
+    assert missing.body["message"] == f'{named}.apps "nope" not found'
