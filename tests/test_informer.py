@@ -403,12 +403,17 @@ async def test_relist_period_repairs_an_event_lost_on_a_healthy_watch(
     informer = Informer(client, CONFIGMAPS, namespace=ns, clock=clock, relist_period=600,
                         liveness_timeout=10_000)
     async with running(informer):
+        # A watch counts when it is asked for, before the server holds it: each step waits
+        # until the server has the watch it acts on (closing none would wait forever).
+        await eventually(lambda: informer.statistics().watching)
         apiserver.faults.drop_events("configmaps", 1)
         await client.patch(CONFIGMAPS, "a", {"data": {"v": "lost"}}, ns)
-        apiserver.faults.close_watches()  # a clean end: resumes, no 410, nothing repaired
-        await eventually(lambda: informer.watcher.statistics().watches == 2)
+        # a clean end: resumes, no 410, nothing repaired
+        await eventually(lambda: apiserver.faults.close_watches() == 1)
+        await eventually(lambda: informer.watcher.statistics().watches == 2
+                         and informer.statistics().watching)
         assert data_of(informer, ns, "a") == {"v": "1"}
         clock.advance(600)  # the period is up: the next watch end lists again
-        apiserver.faults.close_watches()
+        await eventually(lambda: apiserver.faults.close_watches() == 1)
         await eventually(lambda: data_of(informer, ns, "a") == {"v": "lost"})
     assert informer.statistics().relists == 1
