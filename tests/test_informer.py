@@ -66,7 +66,9 @@ class Recorder:
 async def running(informer: Informer) -> AsyncIterator[Informer]:
     async with anyio.create_task_group() as tg:
         tg.start_soon(informer.run)
-        await eventually(lambda: informer.has_synced)
+        # synced, and the server holds the watch (a fault injected before that would
+        # miss it: the watch is registered before the server answers its request)
+        await eventually(lambda: informer.has_synced and informer.statistics().watching)
         yield informer
         tg.cancel_scope.cancel()
 
