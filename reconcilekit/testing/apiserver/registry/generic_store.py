@@ -307,7 +307,8 @@ class Storage:
             new_meta = new["metadata"] = {}
         rv = new_meta.get("resourceVersion")
         if check_rv and not rv and not rtype.unconditional_update:
-            raise StatusError.invalid(rtype.qualified_kind(), name, [Cause(
+            # the registry's BeforeUpdate names the resource, not the kind (kube-apiserver 1.28)
+            raise StatusError.invalid(res.group_resource, name, [Cause(
                 "FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion")], res.group)
         if rv and not str(rv).isdigit():
