@@ -9,6 +9,9 @@ orders entries with the same timestamp arbitrarily.
 
 from __future__ import annotations
 
+import asyncio
+import math
+import time
 from typing import Any
 
 from reconcilekit.testing import Cluster
@@ -141,3 +144,32 @@ async def test_list_map_and_set_elements_are_owned_one_by_one(apiserver: Cluster
     assert got.body["spec"]["items"] == [{"key": "k2", "v": "dv"}]
     assert "tags" not in got.body["spec"]
     assert owners(got.body)[("m1", "Apply")] == {"f:spec": {"f:size": {}}}
+
+
+async def next_second() -> None:
+    """Until the wall clock's second changes: managedFields times have whole seconds."""
+    now = time.time()
+    await asyncio.sleep(math.ceil(now) - now + 0.01)
+
+
+async def test_an_apply_that_changes_nothing_writes_nothing(apiserver: Cluster,
+                                                            configmaps: str) -> None:
+    # fieldmanager's managedFieldsUpdater stamps the applier's time only when its apply
+    # changed the object: repeated a second later, the object stays byte-identical (no new
+    # resourceVersion, no event), and a new applier of the same values gets no time.
+    path = f"{configmaps}/c"
+    made = await apply(apiserver, path, configmap({"x": "1"}), "a1")
+    assert made.status == 201, made
+    rv = made.body["metadata"]["resourceVersion"]
+    async with apiserver.watch(configmaps, {"resourceVersion": rv}) as events:
+        await next_second()
+        again = await apply(apiserver, path, configmap({"x": "1"}), "a1")
+        assert again.status == 200 and again.body == made.body
+        other = await apply(apiserver, path, configmap({"x": "1"}), "a2")
+        first = await anext(events)
+    assert first["type"] == "MODIFIED"
+    assert first["object"]["metadata"]["resourceVersion"] == (
+        other.body["metadata"]["resourceVersion"])
+    entries = other.body["metadata"]["managedFields"]
+    assert [(e["manager"], "time" in e) for e in entries] == [("a2", False), ("a1", True)]
+    assert entries[1] == made.body["metadata"]["managedFields"][0]

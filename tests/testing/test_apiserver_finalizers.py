@@ -81,3 +81,28 @@ async def test_deleting_again_while_finalizers_pend_changes_nothing(
     second = await apiserver.request("DELETE", f"{configmaps}/c")
     assert second.status == 200
     assert second.body["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+async def test_the_last_finalizer_removed_deletes_the_object_as_stored(
+        apiserver: Cluster, configmaps: str) -> None:
+    # Store.Update deletes instead of writing: the DELETED event carries the stored object
+    # (its finalizers still there) at a new resourceVersion; the answer is the update's
+    # object at the resourceVersion it was made from.
+    made = await apiserver.request("POST", configmaps, json={
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "f", "finalizers": ["x.io/hold"]}})
+    async with apiserver.watch(configmaps, {
+            "resourceVersion": made.body["metadata"]["resourceVersion"]}) as events:
+        await apiserver.request("DELETE", f"{configmaps}/f")
+        deleting = await anext(events)
+        released = await apiserver.request(
+            "PATCH", f"{configmaps}/f", json={"metadata": {"finalizers": None}},
+            content_type="application/merge-patch+json")
+        deleted = await anext(events)
+    assert deleting["type"] == "MODIFIED"
+    rv = deleting["object"]["metadata"]["resourceVersion"]
+    assert released.status == 200 and "finalizers" not in released.body["metadata"]
+    assert released.body["metadata"]["resourceVersion"] == rv
+    assert deleted["type"] == "DELETED"
+    assert deleted["object"]["metadata"]["finalizers"] == ["x.io/hold"]
+    assert int(deleted["object"]["metadata"]["resourceVersion"]) > int(rv)

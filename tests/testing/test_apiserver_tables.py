@@ -13,7 +13,7 @@ import pytest
 from reconcilekit.testing import Cluster
 from reconcilekit.testing.apiserver.endpoints.tables import human_duration
 
-from conftest import PROBE_CRD
+from conftest import ANYTHING, PROBE_CRD
 
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
                   "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
@@ -104,3 +104,79 @@ async def test_custom_resources_print_their_printer_columns_or_age(apiserver: Cl
 ])
 def test_ages_read_as_kubectl_shows_them(seconds: int, shown: str) -> None:
     assert human_duration(seconds) == shown
+
+
+# Each column's jsonPath as client-go's util/jsonpath evaluates it (missing keys allowed), the
+# first value it finds printed (string columns) or kept if of the column's type, and no cell
+# where the path fails (an index out of range, a comparison of different kinds).
+JSONPATH_COLUMNS = [
+    ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status', "False", None),
+    ("NotReady", "string", '.status.conditions[?(@.type!="Ready")].reason', "Ok", None),
+    ("First", "string", ".spec.items[0].key", "a", "a"),
+    ("Last", "string", ".spec.items[-1].key", "c", "a"),
+    ("Slice", "string", ".spec.items[1:].key", "b", None),
+    ("Step", "string", ".spec.items[0:3:2].key", "a", None),
+    ("All", "string", ".spec.items[*].key", "a", "a"),
+    ("Union", "string", ".spec.items[0,1].key", "a", None),
+    ("OutOfRange", "string", ".spec.items[5].key", None, None),
+    ("Bracket", "string", ".spec.items[0]['key']", "a", "a"),
+    ("Recursive", "string", "..key", "a", "a"),
+    ("Gt", "string", ".spec.items[?(@.n > 1)].key", "b", None),
+    ("Lt", "string", ".spec.items[?(@.n < 2)].key", "a", None),
+    ("Ge", "string", ".spec.items[?(@.n >= 2)].key", "b", None),
+    ("StringLt", "string", '.spec.items[?(@.key < "b")].key', "a", "a"),
+    ("Mismatch", "string", '.spec.items[?(@.n == "1")].key', None, None),
+    ("Exists", "string", ".spec.items[?(@.v)].key", "b", None),
+    ("Current", "string", '.spec.tags[?(@ == "b")]', "b", None),
+    ("Escaped", "string", ".spec.dotted\\.key", "dk", None),
+    ("Map", "string", ".spec.labels", '{"a":"2","z":"1"}', "{}"),
+    ("List", "string", ".spec.items",
+     '[{"key":"a","n":1},{"key":"b","n":2,"v":"x"},{"key":"c","n":3}]',
+     '[{"key":"a","n":1.5}]'),
+    ("Null", "string", ".spec.nothing", "<no value>", None),
+    ("NullInteger", "integer", ".spec.nothing", None, None),
+    ("Count", "integer", ".spec.count", 3, None),
+    ("CountText", "string", ".spec.count", "3", None),
+    ("Ratio", "number", ".spec.ratio", 1.5, None),
+    ("RatioText", "string", ".spec.ratio", "1.5", None),
+    ("Big", "string", ".spec.big", "1.000000005e+08", None),
+    ("Flag", "boolean", ".spec.flag", True, None),
+    ("FlagText", "string", ".spec.flag", "true", None),
+    ("IntegerOfText", "integer", ".spec.name", None, None),
+    ("Html", "string", ".spec.html", "<a&b>", None),
+    ("BadDate", "date", ".spec.name", "<invalid>", None),
+]
+COLUMNS_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "columns.test.reconcilekit.dev"},
+    "spec": {"group": "test.reconcilekit.dev", "scope": "Namespaced",
+             "names": {"plural": "columns", "singular": "column", "kind": "Column"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": ANYTHING},
+                           "additionalPrinterColumns": [
+                               {"name": n, "type": t, "jsonPath": p}
+                               for n, t, p, _, _ in JSONPATH_COLUMNS]}]}}
+
+
+async def test_printer_columns_evaluate_jsonpath_as_client_go_does(apiserver: Cluster) -> None:
+    await apiserver.install_crd(COLUMNS_CRD)
+    path = f"/apis/test.reconcilekit.dev/v1/namespaces/{apiserver.namespace}/columns"
+    full = {"items": [{"key": "a", "n": 1}, {"key": "b", "n": 2, "v": "x"}, {"key": "c", "n": 3}],
+            "count": 3, "labels": {"z": "1", "a": "2"}, "nothing": None, "ratio": 1.5,
+            "big": 1e8 + 0.5, "flag": True, "name": "nm", "tags": ["a", "b"],
+            "html": "<a&b>", "dotted.key": "dk"}
+    conditions = [{"type": "Synced", "status": "True", "reason": "Ok"},
+                  {"type": "Ready", "status": "False", "reason": "NotYet"}]
+    for name, spec, status in (("full", full, {"conditions": conditions}),
+                               ("bare", {"items": [{"key": "a", "n": 1.5}], "labels": {}}, {})):
+        made = await apiserver.request("POST", path, json={
+            "apiVersion": "test.reconcilekit.dev/v1", "kind": "Column",
+            "metadata": {"name": name}, "spec": spec, "status": status})
+        assert made.status == 201, made
+    for name, expected in (("full", [c[3] for c in JSONPATH_COLUMNS]),
+                           ("bare", [c[4] for c in JSONPATH_COLUMNS])):
+        table = await printed(apiserver, f"{path}/{name}")
+        shown = dict(zip([c["name"] for c in table["columnDefinitions"]],
+                         table["rows"][0]["cells"], strict=True))
+        assert {n: shown[n] for n, *_ in JSONPATH_COLUMNS} == dict(
+            zip([c[0] for c in JSONPATH_COLUMNS], expected, strict=True)), name

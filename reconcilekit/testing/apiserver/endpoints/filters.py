@@ -22,10 +22,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..machinery.request_info import ResourceRequest, parse_resource_path, verb_for
+from ..machinery.request_info import KUBE_GROUPS, ResourceRequest, parse_resource_path, verb_for
 from ..machinery.request_user import ADMIN, RequestUser
 from ..machinery.resources import Registry
-from ..machinery.status import StatusError
+from ..machinery.status import PageNotFound, StatusError
 from ..machinery.unstructured import timestamp
 from ..registry.generic_store import Storage
 from . import self_subject_review
@@ -100,6 +100,10 @@ def json_response(body: Any, status: int = 200,
 
 
 def status_response(err: StatusError) -> web.Response:
+    if isinstance(err, PageNotFound):
+        return web.Response(text=err.message + "\n", status=err.code,
+                            content_type="text/plain", charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
     return json_response(err.body(), err.code, err.headers)
 
 
@@ -213,6 +217,9 @@ async def serve_discovery(ctx: ServerContext, request: web.Request, scope: Scope
         return await next_(request, scope)
     if scope.user is None:
         raise StatusError.forbidden_path("system:anonymous", scope.path)
+    if discovery is None and (not parts or parts[0] not in ("api", "apis") or (
+            parts[0] == "apis" and len(parts) > 1 and parts[1] not in KUBE_GROUPS)):
+        raise StatusError.page_not_found()
     if request.method != "GET":
         raise StatusError.method_not_allowed()
     if discovery is None:

@@ -9,6 +9,7 @@ InternalError Status (and is logged), never a traceback or a dropped connection.
 from __future__ import annotations
 
 import base64
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -59,9 +60,10 @@ from .handlers.patch import patch
 from .handlers.scale import get_scale, patch_scale, update_scale
 from .handlers.update import bind, update
 from .handlers.watch import serve_watch
-from .handlers.write_options import DeleteOptions, WriteOptions, parse_json
+from .handlers.write_options import DeleteOptions, WriteOptions
 from .handlers.write_path import WritePath
 from .negotiation import OBJECT, Rendering, partial_object_metadata, rendering
+from .request_body import decode_body
 from .tables import table
 
 __all__ = ["FILTERS", "Handler"]
@@ -147,19 +149,19 @@ class Handler:
                     metadata_version=shown.version if shown.form == "metadata" else None,
                     convert=self._watch_conversion(req))
             case "create" if req.subresource == "binding":
-                bind(self.writes, req, await _body(request), self._manager(request))
+                bind(self.writes, req, await _body(request, req), self._manager(request))
                 return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                       "status": "Success", "code": 201}, 201)
             case "create":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                           "CreateOptions")
-                obj = await create(self.writes, req, await _body(request),
+                obj = await create(self.writes, req, await _body(request, req),
                                    self._manager(request), opts, user=who)
                 return json_response(self._out(req, obj), 201, _warnings(opts.warnings))
             case "update":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                           "UpdateOptions")
-                obj = await update(self.writes, req, await _body(request),
+                obj = await update(self.writes, req, await _body(request, req),
                                    self._manager(request), opts, user=who)
                 return json_response(self._out(req, obj), 200, _warnings(opts.warnings))
             case "patch":
@@ -202,8 +204,10 @@ class Handler:
             scale = await patch_scale(self.writes, req, content_type, await request.read(),
                                       self._manager(request), opts, user=who)
         else:
-            scale = await update_scale(self.writes, req, await _body(request),
-                                       self._manager(request), opts, user=who)
+            body = decode_body(request.headers.get("Content-Type", ""), await request.read(),
+                               "Scale")
+            scale = await update_scale(self.writes, req, body, self._manager(request), opts,
+                                       user=who)
         return json_response(scale, 200, _warnings(opts.warnings))
 
     # -- helpers ------------------------------------------------------------------------
@@ -219,12 +223,12 @@ class Handler:
                  gone: bool) -> dict[str, Any]:
         """A DELETE's answer: the object, or a Success Status where kube-apiserver sends one.
 
-        Pods, Services and custom resources answer with the object; other built-in
-        kinds answer a removal with ``status: Success`` and the object's details.
+        Pods and Services answer with the object; other kinds (custom resources too)
+        answer a removal with ``status: Success`` and the object's details.
         """
         r = req.rtype.resource
-        if not gone or not req.rtype.builtin or (r.group == "" and r.plural in (
-                "pods", "services")):
+        if not gone or (req.rtype.builtin and r.group == "" and r.plural in ("pods",
+                                                                             "services")):
             return self._out(req, obj)
         details: dict[str, Any] = {"name": obj["metadata"]["name"]}
         if r.group:
@@ -269,6 +273,10 @@ class Handler:
             fields = FieldSelector.parse(query.get("fieldSelector", ""))
             fields.validate(req.rtype.field_labels)
         except SelectorError as err:
+            unknown = _UNKNOWN_FIELD.match(str(err))
+            if unknown and not req.rtype.builtin:  # a custom resource's field label converter
+                raise StatusError.bad_request(
+                    f"field label not supported: {unknown.group(1)}") from None
             raise StatusError.bad_request(str(err)) from None
         shards = shard_filter(query, self.settings.sharded_list_watch)
         if labels.is_empty and fields.is_empty and shards is None:
@@ -353,6 +361,8 @@ class Handler:
                 "kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{shown.version}",
                 "metadata": meta,
                 "items": [partial_object_metadata(o, shown.version) for o in selected]})
+        if not builtin:  # an unstructured list: an empty continue kept, keys sorted
+            meta = dict(sorted({"continue": "", **meta}.items()))
         return json_response({"kind": req.rtype.list_kind,
                               "apiVersion": req.rtype.group_version,
                               "metadata": meta, "items": items})
@@ -361,12 +371,13 @@ class Handler:
 # -- request parsing helpers ---------------------------------------------------------
 
 
-async def _body(request: web.Request) -> dict[str, Any]:
-    raw = await request.read()
-    body = parse_json(raw)
-    if not isinstance(body, dict):
-        raise StatusError.bad_request("the body of the request must be a JSON object")
-    return body
+async def _body(request: web.Request, req: ResourceRequest) -> dict[str, Any]:
+    """A create's or update's body, by its media type (:mod:`.request_body`)."""
+    return decode_body(request.headers.get("Content-Type", ""), await request.read(),
+                       req.rtype.resource.kind)
+
+
+_UNKNOWN_FIELD = re.compile(r'^"(.*)" is not a known field selector: ')
 
 
 def _check_list_options(rv: str, match: str, token: str | None) -> None:

@@ -7,18 +7,19 @@ built-in kinds kube-apiserver's own printers (pkg/printers/internalversion):
 Namespaces NAME STATUS AGE, Pods NAME READY STATUS RESTARTS AGE (IP and NODE
 with ``-o wide``), ConfigMaps NAME DATA AGE, and so on. Each row carries the
 object's metadata as a PartialObjectMetadata, as kube-apiserver's default
-``includeObject=Metadata`` does. Ages are Go's ``duration.HumanDuration``.
+``includeObject=Metadata`` does. Ages are Go's ``duration.HumanDuration``; a printer
+column's ``jsonPath`` is client-go's JSONPath (:mod:`.jsonpath`).
 """
 
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..machinery.resources import ResourceType
+from .jsonpath import PathError, find, go_text
 
 __all__ = ["table"]
 
@@ -170,28 +171,39 @@ _BUILTIN: dict[tuple[str, str], list[_Column]] = {
 }
 _DEFAULT = [_NAME, _Column("Created At", "date", lambda o, _: o["metadata"].get(
     "creationTimestamp"), _AGE_HELP)]
-_PATH_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
 
 
-def _json_path(obj: Any, path: str) -> Any:
-    """A printer column's ``jsonPath`` (dotted fields and list indexes)."""
-    value = obj
-    for field, index in _PATH_STEP.findall(path):
-        if field and isinstance(value, Mapping):
-            value = value.get(field)
-        elif index and isinstance(value, list) and int(index) < len(value):
-            value = value[int(index)]
-        else:
-            return None
-    return value
+def _cell(kind: str, value: Any, now: float) -> Any:
+    """apiextensions' ``cellForJSONValue``: the value if it is of the column's type."""
+    if kind == "integer" and isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    if kind == "number" and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind == "boolean" and isinstance(value, bool):
+        return value
+    if kind == "date" and isinstance(value, str):
+        try:
+            when = datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+        except ValueError:
+            return "<invalid>"
+        return human_duration(now - when)
+    return None
 
 
 def _printer_column(spec: Mapping[str, Any]) -> _Column:
+    """A column the CRD declares: the first value its ``jsonPath`` finds (no cell when
+    there is none or client-go's JSONPath fails), printed as a ``string`` column's
+    ``PrintResults`` does, or kept if it is of the column's type."""
     kind, path = str(spec.get("type", "string")), str(spec.get("jsonPath", ""))
 
     def cell(obj: Obj, now: float) -> Any:
-        value = _json_path(obj, path)
-        return _age(value, now) if kind == "date" and value is not None else value
+        try:
+            found = find(obj, path)
+        except PathError:
+            return None
+        if not found:
+            return None
+        return go_text(found[0]) if kind == "string" else _cell(kind, found[0], now)
     return _Column(str(spec.get("name", "")), kind, cell, str(spec.get("description", "")),
                    int(spec.get("priority", 0) or 0), str(spec.get("format", "")))
 

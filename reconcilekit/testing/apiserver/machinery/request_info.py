@@ -19,8 +19,8 @@ from .status import StatusError
 
 _INT = re.compile(r"^[+-]?[0-9]+$")
 
-__all__ = ["ResourceRequest", "go_int", "int_param", "parse_resource_path", "resource_version",
-           "verb_for"]
+__all__ = ["KUBE_GROUPS", "ResourceRequest", "go_int", "int_param", "not_found_in",
+           "parse_resource_path", "resource_version", "verb_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +36,29 @@ class ResourceRequest:
         return f"{plural}/{self.subresource}" if self.subresource else plural
 
 
+# The groups kube-apiserver v1.28 serves itself (its own, the aggregator's, apiextensions'):
+# a path it cannot resolve in one of them is a Status; in any other group (custom resources'
+# or nobody's) the apiextensions server hands it to Go's http.NotFound.
+KUBE_GROUPS = frozenset((
+    "", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
+    "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io",
+    "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
+    "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io",
+    "discovery.k8s.io", "flowcontrol.apiserver.k8s.io", "resource.k8s.io",
+    "internal.apiserver.k8s.io"))
+
+
+def not_found_in(group: str) -> StatusError:
+    """The 404 for a path of ``group`` that names nothing served (see KUBE_GROUPS)."""
+    return StatusError.not_found_path() if group in KUBE_GROUPS else (
+        StatusError.page_not_found())
+
+
 def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest:
     """``parts`` are the path segments after ``/api/v1`` or ``/apis/G/V``, plus the prefix.
 
-    Raises a 404 StatusError for an unknown resource or a malformed path.
+    Raises a 404 StatusError for an unknown resource or a malformed path
+    (:func:`not_found_in`: a Status, or Go's ``404 page not found``).
     """
     if parts[0] == "api":
         group, version, rest = "", parts[1], parts[2:]
@@ -52,10 +71,12 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
         candidate = registry.lookup(group, version, rest[2])
         if candidate is not None and candidate.resource.namespaced:
             namespace, rest = rest[1], rest[2:]
-    if not rest or len(rest) > 3:
-        raise StatusError.not_found_path()
-    rtype = registry.lookup(group, version, rest[0])
+        elif group not in KUBE_GROUPS:
+            raise StatusError.page_not_found()
+    rtype = registry.lookup(group, version, rest[0]) if rest else None
     if rtype is None:
+        raise not_found_in(group)
+    if len(rest) > 3:
         raise StatusError.not_found_path()
     name = rest[1] if len(rest) >= 2 else None
     sub = rest[2] if len(rest) == 3 else None
@@ -65,9 +86,9 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
                                     and rtype.resource.group == "")):
         raise StatusError.not_found_path()
     if not rtype.resource.namespaced and namespace is not None:
-        raise StatusError.not_found_path()
+        raise not_found_in(group)
     if rtype.resource.namespaced and name is not None and namespace is None:
-        raise StatusError.not_found_path()
+        raise not_found_in(group)
     return ResourceRequest(rtype, namespace, name, sub)
 
 
@@ -79,7 +100,13 @@ def verb_for(method: str, req: ResourceRequest, watch: bool) -> str:
             raise StatusError.method_not_allowed()
         return "create"
     if req.subresource and method not in ("GET", "PUT", "PATCH"):
-        raise StatusError.method_not_allowed()
+        r = req.rtype.resource
+        if req.rtype.builtin:
+            raise StatusError.method_not_allowed()
+        verb = {"POST": "create", "DELETE": "delete"}.get(method, method.lower())
+        # the apiextensions server's NewMethodNotSupported, naming the custom resource
+        raise StatusError(405, "MethodNotAllowed", f'{verb} is not supported on resources of '
+                          f'kind "{r.group_resource}"', {"group": r.group, "kind": r.plural})
     match method, collection:
         case "GET", True:
             return "watch" if watch else "list"

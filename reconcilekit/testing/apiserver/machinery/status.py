@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["StatusError", "Cause", "DecodeError", "status_body"]
+__all__ = ["StatusError", "Cause", "DecodeError", "PageNotFound", "status_body"]
 
 
 class DecodeError(Exception):
@@ -74,7 +74,9 @@ class StatusError(Exception):
 
     @classmethod
     def invalid(cls, kind: str, name: str, causes: list[Cause], group: str = "") -> StatusError:
-        parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+        # field.ErrorList.ToAggregate: a message repeated is shown once (the causes keep all)
+        parts = list(dict.fromkeys(f"{c.field}: {c.message}" if c.field else c.message
+                                   for c in causes))
         joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
         details = _details(name, group, kind)
         details["causes"] = [
@@ -125,11 +127,17 @@ class StatusError(Exception):
     @classmethod
     def method_not_allowed(cls) -> StatusError:
         return cls(405, "MethodNotAllowed",
-                   "the server does not allow this method on the requested resource")
+                   "the server does not allow this method on the requested resource", {})
 
     @classmethod
     def not_found_path(cls) -> StatusError:
         return cls(404, "NotFound", "the server could not find the requested resource", {})
+
+    @classmethod
+    def page_not_found(cls) -> StatusError:
+        """Go's ``http.NotFound``: a path no API group serves (a custom resource's group,
+        a group nobody serves, a path outside ``/api`` and ``/apis``), in text/plain."""
+        return PageNotFound(404, "NotFound", "404 page not found")
 
     @classmethod
     def expired(cls, message: str) -> StatusError:
@@ -176,6 +184,11 @@ class StatusError(Exception):
         reason = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
                   410: "Expired", 422: "Invalid"}.get(code, "Unknown")
         return cls(code, reason, f"injected {code}", {})
+
+
+class PageNotFound(StatusError):
+    """A 404 answered as Go's ``http.NotFound`` does: ``404 page not found`` in
+    text/plain, no Status (see :meth:`StatusError.page_not_found`)."""
 
 
 def _details(name: str, group: str, kind: str) -> dict[str, Any]:

@@ -191,14 +191,15 @@ def _validate_owner_references(refs: list[Any]) -> list[Cause]:
                 causes.append(invalid(f"metadata.ownerReferences.{key}", ref.get(key) or "",
                                       f"{what} must not be empty"))
         if api_version == "v1" and kind == "Event":
-            causes.append(Cause("FieldValueInvalid", f"Invalid value: {_go_owner(ref)}: "
+            causes.append(Cause("FieldValueInvalid", f"Invalid value: {_go_owner(ref, 0)}: "
                                 "/v1, Kind=Event is disallowed from being an owner",
                                 "metadata.ownerReferences"))
         if ref.get("controller") is True:
             name = f"{kind}/{ref.get('name') or ''}"
             if first_controller:
                 shown = "[]v1.OwnerReference{" + ", ".join(
-                    _go_owner(r) for r in refs if isinstance(r, Mapping)) + "}"
+                    _go_owner(r, at) for at, r in enumerate(refs)
+                    if isinstance(r, Mapping)) + "}"
                 causes.append(Cause(
                     "FieldValueInvalid", f"Invalid value: {shown}: Only one reference can have "
                     f'Controller set to true. Found "true" in references for {first_controller} '
@@ -208,17 +209,21 @@ def _validate_owner_references(refs: list[Any]) -> list[Cause]:
     return causes
 
 
-def _go_owner(ref: Mapping[str, Any]) -> str:
-    """A v1.OwnerReference as Go's ``%#v`` prints it (pointers shown by value)."""
-    def pointer(value: Any) -> str:
-        return "(*bool)(nil)" if value is None else f"(*bool)({str(value).lower()})"
+_HEAP = 0xC0022BB6EC  # where Go's heap put the decoded references' bools (any address)
+
+
+def _go_owner(ref: Mapping[str, Any], at: int) -> str:
+    """A v1.OwnerReference as Go's ``%#v`` prints it: a pointer as its address (the
+    ``at``-th reference's bools next to each other, as Go's decoder allocates them)."""
+    def pointer(value: Any, offset: int) -> str:
+        return "(*bool)(nil)" if value is None else f"(*bool)({_HEAP + 0x1C * at + offset:#x})"
 
     return (f"v1.OwnerReference{{APIVersion:{go_quote(str(ref.get('apiVersion') or ''))}, "
             f"Kind:{go_quote(str(ref.get('kind') or ''))}, "
             f"Name:{go_quote(str(ref.get('name') or ''))}, "
             f"UID:{go_quote(str(ref.get('uid') or ''))}, "
-            f"Controller:{pointer(ref.get('controller'))}, "
-            f"BlockOwnerDeletion:{pointer(ref.get('blockOwnerDeletion'))}}}")
+            f"Controller:{pointer(ref.get('controller'), 0)}, "
+            f"BlockOwnerDeletion:{pointer(ref.get('blockOwnerDeletion'), 1)}}}")
 
 
 def _go_strings(values: list[Any]) -> str:

@@ -291,8 +291,10 @@ class _Entry:
 
     def dump(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"manager": self.manager, "operation": self.operation,
-                                 "apiVersion": self.api_version, "time": self.time,
-                                 "fieldsType": "FieldsV1", "fieldsV1": encode(self.paths)}
+                                 "apiVersion": self.api_version}
+        if self.time:  # an apply that changed nothing leaves a new manager without one
+            entry["time"] = self.time
+        entry.update(fieldsType="FieldsV1", fieldsV1=encode(self.paths))
         if self.subresource:
             entry["subresource"] = self.subresource
         return entry
@@ -329,14 +331,17 @@ class FieldOwnership:
         return [e.dump() for e in kept]
 
     def _own(self, entries: list[_Entry], manager: str, operation: str,
-             subresource: str | None, now: float) -> _Entry:
+             subresource: str | None, now: float | None) -> _Entry:
+        """``manager``'s entry (made if need be), stamped ``now`` unless None."""
         identity = (manager, operation, subresource or "")
         mine = next((e for e in entries if e.identity == identity), None)
         if mine is None:
             mine = _Entry(manager, operation, self.rtype.group_version, "", subresource or "",
                           set())
             entries.append(mine)
-        mine.api_version, mine.time = self.rtype.group_version, timestamp(now)
+        mine.api_version = self.rtype.group_version
+        if now is not None:
+            mine.time = timestamp(now)
         return mine
 
     def updated(self, old: Mapping[str, Any] | None, new: dict[str, Any], manager: str,
@@ -389,9 +394,19 @@ class FieldOwnership:
             if not any(o[:len(path)] == path for o in others):
                 _remove(merged, path, self.shape)
                 gone.append(path)
-        mine = self._own(entries, manager, "Apply", subresource, now)
+        # kube-apiserver stamps the applier's time only if its apply changed the object, so a
+        # repeated apply changes nothing at all (no new resourceVersion, no watch event)
+        changed = _content(merged) != _content(live)
+        mine = self._own(entries, manager, "Apply", subresource, now if changed else None)
         mine.paths = applied
         return merged, self._dump(entries)
+
+
+def _content(obj: Mapping[str, Any]) -> Any:
+    """``obj`` but for the metadata the server keeps (managedFields, resourceVersion)."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
+            if k not in ("managedFields", "resourceVersion")}
+    return {**obj, "metadata": meta}
 
 
 def _conflict_error(conflicts: list[tuple[_Entry, Path]]) -> ApplyConflict:

@@ -307,7 +307,8 @@ class Storage:
             new_meta = new["metadata"] = {}
         rv = new_meta.get("resourceVersion")
         if check_rv and not rv and not rtype.unconditional_update:
-            raise StatusError.invalid(rtype.qualified_kind(), name, [Cause(
+            # the registry's BeforeUpdate names the resource, not the kind (kube-apiserver 1.28)
+            raise StatusError.invalid(res.group_resource, name, [Cause(
                 "FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion")], res.group)
         if rv and not str(rv).isdigit():
@@ -358,12 +359,17 @@ class Storage:
             raise Superseded(key)
         if result is old:
             return old
-        meta["resourceVersion"] = str(self._next_rv())
-        # registry.Store.shouldDeleteDuringUpdate: no finalizers left, no grace period pending
+        # registry.Store.shouldDeleteDuringUpdate: no finalizers left, no grace period pending.
+        # The update is never written: etcd deletes the stored object, which the DELETED event
+        # carries (finalizers and all) at the deletion's resourceVersion, while the answer is
+        # the update's object at the resourceVersion it was made from (kube-apiserver 1.28).
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and (
                 not meta.get("deletionGracePeriodSeconds")) and not self._blocks_delete(table):
-            self._remove(table, key, result)
+            gone = dict(old, metadata=dict(old["metadata"],
+                                           resourceVersion=str(self._next_rv())))
+            self._remove(table, key, gone)
             return result
+        meta["resourceVersion"] = str(self._next_rv())
         self._write(table, key, old, result)
         return result
 

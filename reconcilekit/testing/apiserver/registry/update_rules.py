@@ -59,11 +59,14 @@ def check_finalizers(rtype: ResourceType, old: Obj, new: Obj) -> None:
     added = [f for f in new["metadata"].get("finalizers") or () if f not in before]
     if added:
         quoted = ", ".join(f'"{f}"' for f in added)
-        raise StatusError.invalid(rtype.qualified_kind(), old["metadata"]["name"], [Cause(
-            "FieldValueForbidden",
-            "Forbidden: no new finalizers can be added if the object is being deleted, "
-            f"found new finalizers []string{{{quoted}}}", "metadata.finalizers")],
-            rtype.resource.group)
+        cause = Cause("FieldValueForbidden",
+                      "Forbidden: no new finalizers can be added if the object is being "
+                      f"deleted, found new finalizers []string{{{quoted}}}",
+                      "metadata.finalizers")
+        # kube-apiserver checks object metadata twice on an update (rest.BeforeUpdate and the
+        # kind's ValidateUpdate): the cause comes twice, the message once
+        raise StatusError.invalid(rtype.qualified_kind(), old["metadata"]["name"],
+                                  [cause, cause], rtype.resource.group)
 
 
 def storage_key(rtype: ResourceType, namespace: str, name: str) -> str:

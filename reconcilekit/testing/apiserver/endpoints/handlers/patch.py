@@ -7,6 +7,7 @@ from typing import Any, Final
 import orjson
 import yaml
 
+from ...machinery.go_json import syntax_error
 from ...machinery.request_info import ResourceRequest
 from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.status import StatusError
@@ -32,12 +33,14 @@ async def patch(path: WritePath, req: ResourceRequest, content_type: str, raw: b
     assert req.name is not None
     options = options or WriteOptions()
     rtype = req.rtype
+    if rtype.builtin and content_type not in _PATCH_TYPES:  # go-restful's route: no consumer
+        raise StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
     if content_type not in _PATCH_TYPES or (
             content_type == _STRATEGIC_PATCH and not rtype.builtin):
-        accepted = [t for t in _PATCH_TYPES if rtype.builtin or "strategic" not in t]
+        accepted = [t for t in _PATCH_TYPES if "strategic" not in t]
         raise StatusError(415, "UnsupportedMediaType",
                           f'the body of the request was in an unknown format - accepted media '
-                          f'types include: {", ".join(accepted)}', {})
+                          f'types include: {", ".join(accepted)}')
     if content_type == _APPLY_PATCH:
         return await _apply(path, req, raw, manager, field_manager_given, options, user)
     document = _decode_patch(content_type, raw)
@@ -111,9 +114,12 @@ async def _apply(path: WritePath, req: ResourceRequest, raw: bytes, manager: str
 def _decode_patch(content_type: str, raw: bytes) -> Any:
     """The patch document, with the decoder's errors (400) kube-apiserver gives for it."""
     prefix = "" if content_type == _STRATEGIC_PATCH else "error decoding patch: "
+    problem = syntax_error(raw)
+    if problem is not None:
+        raise StatusError.bad_request(f"{prefix}{problem}")
     try:
         patch = orjson.loads(raw)
-    except orjson.JSONDecodeError as err:
+    except orjson.JSONDecodeError as err:  # valid for Go, not for orjson (huge numbers)
         raise StatusError.bad_request(f"{prefix}{err}") from None
     if patch is None:  # JSON null is no patch at all, but for a merge patch
         if content_type == _MERGE_PATCH:
