@@ -230,3 +230,18 @@ async def test_a_crd_whose_rule_does_not_compile_is_refused(apiserver: Cluster, 
         f'Invalid value: apiextensions.ValidationRule{{Rule:"{rule}", Message:"", '
         'MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), '
         f'FieldPath:""}}: compilation failed: {error}')
+
+
+async def test_a_kind_without_rules_is_refused_without_the_rules_cause(
+        apiserver: Cluster) -> None:
+    """kube-apiserver adds "some validation rules were not checked" only when the schema
+    has CEL rules it skipped; a kind without any gets the schema's causes alone."""
+    await apiserver.install_crd(PLAIN_CRD)
+    path = f"/apis/test.reconcilekit.dev/v1/namespaces/{apiserver.namespace}/plains"
+    got = await apiserver.request("POST", path, json={
+        "apiVersion": "test.reconcilekit.dev/v1", "kind": "Plain", "metadata": {"name": "a"},
+        "spec": {"a": "x"}})
+    assert got.status == 422, got
+    assert causes(got.body) == {
+        ("spec.a", 'Invalid value: "string": spec.a in body must be of type integer: '
+                   '"string"')}

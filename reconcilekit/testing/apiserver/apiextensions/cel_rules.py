@@ -24,6 +24,7 @@ libraries of 1.28: strings (``charAt``, ``indexOf``, ``lastIndexOf``,
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -212,6 +213,13 @@ class CELRules:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
         self._compiled: dict[int, list[_CompiledRule]] = {}
+
+    @functools.cached_property
+    def has_rules(self) -> bool:
+        """Whether the schema has a rule anywhere (kube-apiserver then has a CEL
+        validator, and says when invalid fields kept it from running)."""
+        return any(node.get("x-kubernetes-validations")
+                   for _, node in schema_nodes(self.schema, ""))
 
     def _rules(self, node: Mapping[str, Any]) -> list[_CompiledRule]:
         rules = self._compiled.get(id(node))

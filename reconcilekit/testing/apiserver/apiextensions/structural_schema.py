@@ -332,7 +332,7 @@ class CustomResourceSchema:
         causes = self.schema_causes(obj, self._validator, "")
         causes.extend(_list_type_causes(obj, self.schema, ""))
         if any(c.reason in _BLOCKING for c in causes):
-            return [*causes, _NOT_CHECKED]
+            return [*causes, _NOT_CHECKED] if self.rules.has_rules else causes
         causes.extend(self.rules.evaluate(obj, old))
         return causes
 
@@ -346,7 +346,7 @@ class CustomResourceSchema:
             causes.extend(_list_type_causes(obj["status"], properties(self.schema)["status"],
                                             "status"))
         if any(c.reason in _BLOCKING for c in causes):
-            return [*causes, _NOT_CHECKED]
+            return [*causes, _NOT_CHECKED] if self.rules.has_rules else causes
         causes.extend(self.rules.evaluate(obj, old))
         return causes
 
