@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["json_kind", "syntax_error", "unmarshal_type_error"]
+from .unstructured import json_type
+
+__all__ = ["syntax_error", "unmarshal_type_error"]
 
 _SPACE = b" \t\r\n"
 _State = Callable[[int], None]
@@ -231,19 +233,6 @@ def syntax_error(data: bytes) -> str | None:
     return None if scanner.end_top else "unexpected end of JSON input"
 
 
-def json_kind(value: object) -> str:
-    """The JSON type Go's UnmarshalTypeError names (``array``, ``string``, ...)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return "string" if isinstance(value, str) else "null"
-
-
 def unmarshal_type_error(value: object, go_type: str) -> str:
     """``json: cannot unmarshal array into Go value of type ...``."""
-    return f"json: cannot unmarshal {json_kind(value)} into Go value of type {go_type}"
+    return f"json: cannot unmarshal {json_type(value)} into Go value of type {go_type}"
