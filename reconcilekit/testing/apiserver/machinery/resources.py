@@ -40,7 +40,8 @@ class ObjectSchema(Protocol):
     def validate_status(self, obj: Obj, old: Obj | None) -> list[Cause]:
         """Every reason the object's ``status`` is invalid (a status update)."""
 
-_ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+# a custom resource's verbs in the order kube-apiserver 1.28 lists them in discovery
+_ALL_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
 COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
 
