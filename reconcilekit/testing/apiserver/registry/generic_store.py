@@ -13,7 +13,9 @@ controllers depend on:
   changes nothing keeps the resourceVersion and emits no event.
 * delete: with finalizers, deletionTimestamp is set (generation bumps) and
   the object stays; once the last finalizer is removed the object is gone and
-  only a DELETED event is emitted. No new finalizer may be added to an
+  only a DELETED event is emitted, carrying the object as it was before that
+  last update. A namespace is held by its ``spec.finalizers`` too, and the
+  first DELETE of one never removes it. No new finalizer may be added to an
   object being deleted. A Pod bound to a node is deleted gracefully: it stays
   with a deletionTimestamp in the future until a DELETE with a grace period
   of 0 (the kubelet's) removes it.
@@ -323,7 +325,7 @@ class Storage:
                 "AdditionalErrorMsg: Precondition failed: UID in "
                 f"precondition: {uid}, UID in object meta: {meta['uid']}", res.group)
         result = merge_update(rtype, old, new, subresource)
-        prepare_for_update(rtype, old, result)
+        prepare_for_update(rtype, old, result, subresource)
         if check is not None:
             check(old, result)
         check_finalizers(rtype, old, result)
@@ -361,8 +363,12 @@ class Storage:
         meta["resourceVersion"] = str(self._next_rv())
         # registry.Store.shouldDeleteDuringUpdate: no finalizers left, no grace period pending
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and (
-                not meta.get("deletionGracePeriodSeconds")) and not self._blocks_delete(table):
-            self._remove(table, key, result)
+                not meta.get("deletionGracePeriodSeconds")) and not self._blocks_delete(table,
+                                                                                  result):
+            # the storage deletes what it holds: the DELETED event carries the state
+            # before this update (etcd's previous value), at the new resourceVersion
+            self._remove(table, key, dict(old, metadata=dict(
+                old["metadata"], resourceVersion=meta["resourceVersion"])))
             return result
         self._write(table, key, old, result)
         return result
@@ -408,7 +414,9 @@ class Storage:
             old = copy.deepcopy(old)
             meta = old["metadata"]
             meta["finalizers"] = [*(meta.get("finalizers") or ()), propagation_finalizer]
-        held = bool(meta.get("finalizers")) or self._blocks_delete(table)
+        # the first DELETE of a namespace only starts its lifecycle, whatever its spec
+        held = bool(meta.get("finalizers")) or self._blocks_delete(table, old) or (
+            _is_namespace(table) and not meta.get("deletionTimestamp"))
         now = self.now()
         if meta.get("deletionTimestamp"):
             pending = meta.get("deletionGracePeriodSeconds") or 0
@@ -436,12 +444,13 @@ class Storage:
         result = copy.deepcopy(old)
         rmeta = result["metadata"]
         rmeta["deletionTimestamp"] = timestamp(when)
-        rmeta["deletionGracePeriodSeconds"] = grace
         rtype = table.rtype
+        if _is_namespace(table):  # namespace storage's Delete: no grace period
+            result["status"] = dict(result.get("status") or {}, phase="Terminating")
+        else:
+            rmeta["deletionGracePeriodSeconds"] = grace
         if first and rtype.generation:
             rmeta["generation"] = rmeta.get("generation", 0) + 1
-        if rtype.resource.kind == "Namespace" and not rtype.resource.group:
-            result["status"] = dict(result.get("status") or {}, phase="Terminating")
         if dry_run:
             return result, False
         rmeta["resourceVersion"] = str(self._next_rv())
@@ -464,10 +473,13 @@ class Storage:
         return dict(gone, metadata=dict(gone["metadata"], deletionTimestamp=timestamp(when),
                                         deletionGracePeriodSeconds=0))
 
-    def _blocks_delete(self, table: Table) -> bool:
-        """Whether removal waits for a lifecycle step (terminating namespaces, CRDs)."""
-        return table.rtype.resource.plural in ("namespaces", "customresourcedefinitions") and (
-            table.rtype.resource.group in ("", "apiextensions.k8s.io"))
+    def _blocks_delete(self, table: Table, obj: dict[str, Any]) -> bool:
+        """Whether removal waits for a lifecycle step: a namespace's ``spec.finalizers``
+        (``kubernetes``, the namespace controller's), a CRD's cleanup."""
+        r = table.rtype.resource
+        if _is_namespace(table):
+            return bool((obj.get("spec") or {}).get("finalizers"))
+        return (r.group, r.plural) == ("apiextensions.k8s.io", "customresourcedefinitions")
 
     def _remove(self, table: Table, key: ObjKey, last: dict[str, Any]) -> None:
         old = table.objects.pop(key)
@@ -528,6 +540,11 @@ class Storage:
             del new["metadata"]["ownerReferences"]
         self.update(table.rtype, meta.get("namespace", ""), meta["name"], new,
                     subresource=None, manager="garbage-collector", check_rv=False)
+
+
+def _is_namespace(table: Table) -> bool:
+    r = table.rtype.resource
+    return (r.group, r.plural) == ("", "namespaces")
 
 
 def _owner_uids(obj: dict[str, Any] | None) -> Iterable[str]:

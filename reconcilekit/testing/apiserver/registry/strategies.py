@@ -74,9 +74,18 @@ def prepare_for_create(rtype: ResourceType, obj: Obj) -> None:
             obj.pop("status", None)
 
 
-def prepare_for_update(rtype: ResourceType, old: Obj, new: Obj) -> None:
+def prepare_for_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | None = None
+                       ) -> None:
+    """What the kinds' PrepareForUpdate keep: a Namespace's ``spec.finalizers`` change
+    only through ``namespaces/finalize``."""
     if _kind(rtype) == ("", "namespaces"):
         _label_namespace(new)
+        if subresource != "finalize":
+            finalizers = (old.get("spec") or {}).get("finalizers")
+            spec = new.get("spec")
+            spec = spec if isinstance(spec, dict) else {}
+            new["spec"] = dict(spec, finalizers=finalizers) if finalizers else {
+                k: v for k, v in spec.items() if k != "finalizers"}
 
 
 def _label_namespace(obj: Obj) -> None:
