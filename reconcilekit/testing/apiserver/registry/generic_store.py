@@ -106,6 +106,9 @@ class Storage:
         self.on_removed: list[Callable[[Table, dict[str, Any]], None]] = []
         # Called after an object is created or changed: (table, object).
         self.on_written: list[Callable[[Table, dict[str, Any]], None]] = []
+        # The same, with the object it replaced (None when created): (table, object, old).
+        self.on_changed: list[Callable[[Table, dict[str, Any], dict[str, Any] | None],
+                                       None]] = []
 
     # -- tables ---------------------------------------------------------------
 
@@ -379,6 +382,8 @@ class Storage:
         table.objects[key] = new
         self._index_owners(table, key, old, new)
         self._emit(table, "ADDED" if old is None else "MODIFIED", new, old)
+        for changed in self.on_changed:
+            changed(table, new, old)
         for hook in self.on_written:
             hook(table, new)
 
