@@ -41,6 +41,7 @@ from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import timestamp
 from ..patching.field_ownership import FieldOwnership
 from ..storage.watch_cache import CacheWatcher, Event
+from .event_versions import CORE_EVENTS, is_event
 from .strategies import graceful_period, prepare_for_create, prepare_for_update
 from .update_rules import (
     check_finalizers,
@@ -50,7 +51,7 @@ from .update_rules import (
     storage_key,
 )
 
-__all__ = ["Storage", "Superseded", "Table"]
+__all__ = ["Storage", "Superseded", "Table", "table_key"]
 
 TableKey = tuple[str, str]  # (group, plural)
 ObjKey = tuple[str, str]  # (namespace, name)
@@ -113,10 +114,12 @@ class Storage:
     # -- tables ---------------------------------------------------------------
 
     def table(self, rtype: ResourceType) -> Table:
-        key = (rtype.resource.group, rtype.resource.plural)
+        """The table of ``rtype`` (events.k8s.io Events share the core one)."""
+        key = table_key(rtype)
         table = self.tables.get(key)
         if table is None:
-            table = self.tables[key] = Table(rtype, self.history_limit, oldest_rv=self.rv)
+            stored = CORE_EVENTS if is_event(rtype) else rtype
+            table = self.tables[key] = Table(stored, self.history_limit, oldest_rv=self.rv)
         return table
 
     def drop_table(self, table: Table) -> None:
@@ -545,6 +548,13 @@ class Storage:
             del new["metadata"]["ownerReferences"]
         self.update(table.rtype, meta.get("namespace", ""), meta["name"], new,
                     subresource=None, manager="garbage-collector", check_rv=False)
+
+
+def table_key(rtype: ResourceType) -> TableKey:
+    """Where ``rtype``'s objects are stored: (group, plural), the core one for Events."""
+    if is_event(rtype):
+        return ("", "events")
+    return (rtype.resource.group, rtype.resource.plural)
 
 
 def _is_namespace(table: Table) -> bool:

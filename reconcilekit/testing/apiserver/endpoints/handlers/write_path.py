@@ -40,6 +40,7 @@ from ...machinery.validation import (
     qualified_name_errors,
     validate_object_meta,
 )
+from ...registry.event_versions import CORE_EVENTS, is_event
 from ...registry.generic_store import Storage, Superseded
 from ...registry.pod_defaults import admit_pod, default_pod
 from ...registry.strategies import validate as validate_kind
@@ -148,9 +149,10 @@ class WritePath:
             causes.extend(validate_update(rtype, old, obj))
         if rtype.schema is not None:
             causes.extend(rtype.schema.validate(obj, old))
-        if causes:
-            raise StatusError.invalid(rtype.qualified_kind(), obj["metadata"].get("name", ""),
-                                      causes, r.group)
+        if causes:  # an Event is validated as the core kind, whichever group served it
+            shown = CORE_EVENTS if is_event(rtype) else rtype
+            raise StatusError.invalid(shown.qualified_kind(), obj["metadata"].get("name", ""),
+                                      causes, shown.resource.group)
 
     def checker(self, req: ResourceRequest) -> Callable[[Obj, Obj], None] | None:
         """The validation of an update: the kind's for the main resource, the
