@@ -16,7 +16,9 @@ from reconcilekit.testing import Cluster, eventually
 
 from k8s_objects import configmap
 
-AWAIT_CONTROLLERS = 60.0  # seconds; a bound on kube-controller-manager, not a timing
+# seconds; a bound on kube-controller-manager (whose namespace controller comes back
+# to a namespace with content left only after a delay), not a timing
+AWAIT_CONTROLLERS = 120.0
 
 OK = [("NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered",
        "All resources successfully discovered"),
