@@ -107,6 +107,13 @@ async def test_a_core_event_reads_as_events_k8s_io(apiserver: Cluster) -> None:
     listed = await apiserver.request("GET", NEW.format(ns=ns))
     assert listed.body["kind"] == "EventList"
     assert "c1" in [e["metadata"]["name"] for e in listed.body["items"]]
+    # an update through events.k8s.io/v1 is held to the legacy rules only: no eventTime needed
+    labelled = await apiserver.request(
+        "PATCH", f"{NEW.format(ns=ns)}/c1", json={"metadata": {"labels": {"a": "b"}}},
+        content_type="application/merge-patch+json")
+    assert labelled.status == 200, labelled
+    assert labelled.body["metadata"]["labels"] == {"a": "b"}
+    assert labelled.body["eventTime"] is None
 
 
 def _causes(body: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -4,8 +4,9 @@ It runs on the core form whichever group the request used, so its causes
 name core fields (``message``, ``involvedObject.namespace``, ``count``,
 ``source``), except the reporting controller, named after the request's group. Every Event passes
 the legacy rules; those written through events.k8s.io/v1 pass the strict
-ones too (``eventTime`` required, ``type`` Normal or Warning, the
-deprecated fields unset, a series of at least 2).
+ones too on a create (``eventTime`` required, ``type`` Normal or Warning,
+the deprecated fields unset, a series of at least 2), only the series
+rules on an update that changes the series.
 """
 
 from __future__ import annotations
@@ -27,19 +28,18 @@ def _text(obj: Obj, key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def validate_event(core: Obj, namespace: str, strict: bool) -> list[Cause]:
+def validate_event(core: Obj, namespace: str, strict: bool, old: Obj | None = None
+                   ) -> list[Cause]:
     """The causes of a 422 for the core form ``core`` of an Event in ``namespace``;
-    ``strict`` when written through events.k8s.io/v1."""
+    ``strict`` when written through events.k8s.io/v1, where an update (of ``old``, core
+    form too) checks only a changed series beyond the legacy rules."""
     causes = _legacy(core, namespace, "reportingController" if strict else "reportingComponent")
     if not strict:
         return causes
     series = core.get("series")
-    if isinstance(series, dict):
-        count = series.get("count")
-        if not isinstance(count, int) or count < 2:
-            causes.append(invalid("series.count", "", "should be at least 2"))
-        if not series.get("lastObservedTime"):
-            causes.append(required("series.lastObservedTime"))
+    if old is not None:
+        return causes + (_series(series) if series != old.get("series") else [])
+    causes.extend(_series(series))
     if not core.get("eventTime"):
         causes.append(required("eventTime"))
     if core.get("type") not in ("Normal", "Warning"):
@@ -50,6 +50,18 @@ def validate_event(core: Obj, namespace: str, strict: bool) -> list[Cause]:
     source: Any = core.get("source") or {}
     if isinstance(source, dict) and (source.get("component") or source.get("host")):
         causes.append(invalid("source", "", "needs to be unset"))
+    return causes
+
+
+def _series(series: Any) -> list[Cause]:
+    """``validateV1EventSeries``."""
+    causes: list[Cause] = []
+    if isinstance(series, dict):
+        count = series.get("count")
+        if not isinstance(count, int) or count < 2:
+            causes.append(invalid("series.count", "", "should be at least 2"))
+        if not series.get("lastObservedTime"):
+            causes.append(required("series.lastObservedTime"))
     return causes
 
 

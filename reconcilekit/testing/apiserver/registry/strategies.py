@@ -106,8 +106,10 @@ def _label_namespace(obj: Obj) -> None:
 # -- validation ---------------------------------------------------------------------------
 
 
-def validate(rtype: ResourceType, obj: Obj, namespace: str) -> list[Cause]:
-    """The kind's Validate: causes of a 422 Invalid (metadata is checked elsewhere)."""
+def validate(rtype: ResourceType, obj: Obj, namespace: str, old: Obj | None = None
+             ) -> list[Cause]:
+    """The kind's Validate (ValidateUpdate's own rules, for an update of ``old``): causes
+    of a 422 Invalid (metadata is checked elsewhere)."""
     match _kind(rtype):
         case ("", "configmaps"):
             return _validate_configmap(obj)
@@ -118,7 +120,8 @@ def validate(rtype: ResourceType, obj: Obj, namespace: str) -> list[Cause]:
         case ("", "events"):
             return validate_event(obj, namespace, strict=False)
         case ("events.k8s.io", "events"):
-            return validate_event(to_core(copy.deepcopy(obj)), namespace, strict=True)
+            return validate_event(to_core(copy.deepcopy(obj)), namespace, strict=True,
+                                  old=None if old is None else to_core(copy.deepcopy(old)))
         case ("coordination.k8s.io", "leases"):
             return _validate_lease(obj.get("spec") or {})
     return []

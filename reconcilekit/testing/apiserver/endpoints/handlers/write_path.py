@@ -142,7 +142,7 @@ class WritePath:
                                       core=rtype.builtin and r.group != "apiextensions.k8s.io")
         if r.group == "apiextensions.k8s.io" and r.plural == "customresourcedefinitions":
             causes.extend(validate_crd(obj))
-        causes.extend(validate_kind(rtype, obj, req.namespace or ""))
+        causes.extend(validate_kind(rtype, obj, req.namespace or "", old))
         if is_webhook_configuration(rtype):
             causes.extend(configuration_errors(rtype, obj))
         if old is not None:
