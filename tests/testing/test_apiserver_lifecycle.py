@@ -149,3 +149,78 @@ async def test_cluster_scoped_custom_resources(apiserver: Cluster, gadgets: str)
     assert listed.body["kind"] == "GadgetList"
     assert listed.body["items"][0]["kind"] == "Gadget"  # custom resource items keep kind
     await apiserver.request("DELETE", f"{gadgets}/g-{apiserver.namespace}")
+
+
+async def _warnings(apiserver: Cluster, namespace: str, name: str) -> list[dict[str, Any]]:
+    listed = await apiserver.request("GET", f"/api/v1/namespaces/{namespace}/events",
+                                     params={"fieldSelector": f"involvedObject.name={name}"})
+    return [e for e in listed.body["items"] if e["reason"] == "OwnerRefInvalidNamespace"]
+
+
+async def test_garbage_collector_deletes_dependents_whose_owners_do_not_exist(
+        apiserver: Cluster, configmaps: str) -> None:
+    # GarbageCollector.isDangling: the owner is looked up by kind and name in the
+    # dependent's namespace and must carry the reference's uid.
+    other = f"elsewhere-{apiserver.namespace}"
+    await apiserver.request("POST", "/api/v1/namespaces", json={"metadata": {"name": other}})
+    owner = (await apiserver.request("POST", f"/api/v1/namespaces/{other}/configmaps",
+                                     json=configmap("owner"))).body
+    here = (await apiserver.request("POST", configmaps, json=configmap("here"))).body
+
+    def ref(name: str, uid: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": uid}
+
+    ghost = ref("ghost", "00000000-0000-0000-0000-000000000001")
+    elsewhere = ref("owner", owner["metadata"]["uid"])
+    real = ref("here", here["metadata"]["uid"])
+    dependents = {"ghost-child": [ghost], "stray-child": [elsewhere],
+                  "wrong-uid-child": [ref("here", "00000000-0000-0000-0000-000000000002")],
+                  "kept-child": [real], "mixed-child": [ghost, real]}
+    for name, refs in dependents.items():
+        made = await apiserver.request("POST", configmaps,
+                                       json=configmap(name, ownerReferences=refs))
+        assert made.status == 201, made
+    for name in ("ghost-child", "stray-child", "wrong-uid-child"):
+        await eventually(lambda n=name: _gone(apiserver, f"{configmaps}/{n}"),  # type: ignore[misc]
+                         within=AWAIT_CONTROLLERS, what=f"{name} collected")
+
+    async def mixed_refs() -> list[Any] | None:
+        got = (await apiserver.request("GET", f"{configmaps}/mixed-child")).body
+        refs = got["metadata"]["ownerReferences"]
+        return refs if refs == [real] else None
+
+    await eventually(mixed_refs, within=AWAIT_CONTROLLERS, what="the absent owner's ref dropped")
+    assert (await apiserver.request("GET", f"{configmaps}/kept-child")).status == 200
+    # the owner living in another namespace is reported on the dependent
+    [event] = await _warnings(apiserver, apiserver.namespace, "stray-child")
+    assert (event["type"], event["message"], event["source"], event["reportingComponent"],
+            event["count"]) == (
+        "Warning", f"ownerRef [v1/ConfigMap, namespace: {apiserver.namespace}, name: owner, "
+        f"uid: {owner['metadata']['uid']}] does not exist in namespace "
+        f'"{apiserver.namespace}"', {"component": "garbage-collector-controller"},
+        "garbage-collector-controller", 1)
+    assert await _warnings(apiserver, apiserver.namespace, "ghost-child") == []
+    await apiserver.request("DELETE", f"/api/v1/namespaces/{other}")
+
+
+async def test_garbage_collector_keeps_a_cluster_scoped_dependent_of_a_namespaced_owner(
+        apiserver: Cluster, configmaps: str, gadgets: str) -> None:
+    # isDangling refuses the reference (namespacedOwnerOfClusterScopedObjectErr): the
+    # dependent stays, and the collector reports it in the default namespace.
+    owner = (await apiserver.request("POST", configmaps, json=configmap("owner"))).body
+    name = f"dependent-{apiserver.namespace}"
+    made = await apiserver.request("POST", gadgets, json={
+        "apiVersion": "test.reconcilekit.dev/v1", "kind": "Gadget",
+        "metadata": {"name": name, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+            "uid": owner["metadata"]["uid"]}]}})
+    assert made.status == 201, made
+    [event] = await eventually(lambda: _warnings(apiserver, "default", name),
+                               within=AWAIT_CONTROLLERS, what="the invalid reference reported")
+    assert event["message"] == (
+        f"ownerRef [v1/ConfigMap, namespace: , name: owner, uid: {owner['metadata']['uid']}] "
+        'does not exist in namespace ""')
+    assert "namespace" not in event["involvedObject"]
+    kept = await apiserver.request("GET", f"{gadgets}/{name}")
+    assert kept.status == 200 and kept.body["metadata"]["ownerReferences"]
+    await apiserver.request("DELETE", f"{gadgets}/{name}")

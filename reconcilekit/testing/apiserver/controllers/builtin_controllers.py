@@ -28,8 +28,8 @@ class Lifecycle:
         self.storage = storage
         self.crds = CRDController(storage, registry)
         self.namespaces = NamespaceController(storage, registry, root_ca)
-        self.garbage_collector = GarbageCollector(storage)
-        storage.on_written.append(self._written)
+        self.garbage_collector = GarbageCollector(storage, registry)
+        storage.on_changed.append(self._written)
         storage.on_removed.append(self._removed)
 
     def namespace_terminating(self, namespace: str) -> bool:
@@ -43,9 +43,13 @@ class Lifecycle:
         elif _is(rtype, "apiextensions.k8s.io", "customresourcedefinitions"):
             self.crds.delete_resources(obj)
 
-    def _written(self, table: Table, obj: dict[str, Any]) -> None:
+    def _written(self, table: Table, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if obj["metadata"].get("deletionTimestamp"):
             return
+        self.garbage_collector.written(table, obj, old)
+        meta = obj["metadata"]
+        if table.objects.get((meta.get("namespace", ""), meta["name"])) is not obj:
+            return  # collected or changed by the garbage collector meanwhile
         if _is(table.rtype, "apiextensions.k8s.io", "customresourcedefinitions"):
             self.crds.serve(obj)
         elif _is(table.rtype, "", "namespaces"):

@@ -1,8 +1,21 @@
 """kube-controller-manager's garbage collector.
 
-Once an object is gone, each dependent whose ownerReferences name no living
-owner is deleted (background propagation), and the reference to the gone
-owner is removed from dependents that have others. An object deleted with
+A dependent is an object with ``ownerReferences``; each reference is
+resolved as :mod:`.owner_references` says (present, absent, invalid or of
+an unknown kind). Whenever a dependent is written, and whenever one of its
+owners is gone, the collector (``attemptToDeleteItem``):
+
+* deletes it (background propagation) when every owner is absent: an owner
+  deleted before the dependent was made, one with another uid, a namespaced
+  owner referenced from another namespace (it is looked up in the
+  dependent's own);
+* drops the absent owners' references when at least one owner is present;
+* leaves it alone while a reference is invalid (a cluster-scoped dependent
+  with a namespaced owner) or names a kind not served.
+
+A reference whose owner lives elsewhere than where it is resolved is
+reported once, when the dependent is written, by an ``OwnerRefInvalidNamespace``
+Warning Event on the dependent. An object deleted with
 ``propagationPolicy: Orphan`` carries the ``orphan`` finalizer until its
 dependents' references to it are removed; one deleted with ``Foreground``
 carries ``foregroundDeletion`` while its dependents are deleted, until none
@@ -13,17 +26,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..machinery.resources import Registry
 from ..registry.generic_store import Storage, Table
 from .cleanup import delete_if_present
+from .controller_events import record_event
+from .owner_references import ABSENT, PRESENT, owner_state, stray_owner
 
 __all__ = ["GarbageCollector"]
+
+COMPONENT = "garbage-collector-controller"
 
 
 class GarbageCollector:
     """Dependents follow their owners: deleted, orphaned, or waited for."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, registry: Registry) -> None:
         self.storage = storage
+        self.registry = registry
         # owners being deleted in the foreground: uid -> (table, key)
         self._foreground: dict[str, tuple[Table, tuple[str, str]]] = {}
 
@@ -36,14 +55,49 @@ class GarbageCollector:
         elif "foregroundDeletion" in finalizers:
             self._delete_in_foreground(table, obj)
 
+    def written(self, table: Table, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """A dependent was created or changed: report stray owners, collect it if orphaned."""
+        refs = [r for r in obj["metadata"].get("ownerReferences") or () if isinstance(r, dict)]
+        if not refs:
+            return
+        before = list((old or {}).get("metadata", {}).get("ownerReferences") or ())
+        for ref in refs:
+            if ref not in before and stray_owner(self.storage, self.registry, obj, ref):
+                self._report_stray(obj, ref)
+        self._attempt_to_delete(table, obj)
+
     def removed(self, obj: dict[str, Any]) -> None:
         """``obj`` is gone: collect its dependents, and let a foreground owner go."""
         meta = obj["metadata"]
         self._foreground.pop(meta["uid"], None)
-        self._collect_dependents(meta["uid"])
+        for table, dependent in self.storage.dependents(meta["uid"]):
+            self._attempt_to_delete(table, dependent)
         for ref in meta.get("ownerReferences") or ():
             if isinstance(ref, dict) and ref.get("uid") in self._foreground:
                 self._finish_foreground(str(ref["uid"]))
+
+    def _attempt_to_delete(self, table: Table, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            return
+        refs = [r for r in meta.get("ownerReferences") or () if isinstance(r, dict)]
+        states = [owner_state(self.storage, self.registry, obj, r) for r in refs]
+        if any(s not in (PRESENT, ABSENT) for s in states):
+            return
+        if PRESENT not in states:
+            delete_if_present(self.storage, table, meta.get("namespace", ""), meta["name"])
+            return
+        for ref, state in zip(refs, states, strict=True):
+            current = table.objects.get((meta.get("namespace", ""), meta["name"]))
+            if state == ABSENT and current is not None:
+                self.storage.remove_owner_reference(table, current, str(ref.get("uid")))
+
+    def _report_stray(self, obj: dict[str, Any], ref: dict[str, Any]) -> None:
+        namespace = obj["metadata"].get("namespace", "")
+        record_event(self.storage, self.registry, obj, "Warning", "OwnerRefInvalidNamespace",
+                     f"ownerRef [{ref.get('apiVersion')}/{ref.get('kind')}, namespace: "
+                     f"{namespace}, name: {ref.get('name')}, uid: {ref.get('uid')}] does not "
+                     f'exist in namespace "{namespace}"', COMPONENT)
 
     def _delete_in_foreground(self, table: Table, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -81,27 +135,3 @@ class GarbageCollector:
             del new["metadata"]["finalizers"]
         self.storage.update(table.rtype, cmeta.get("namespace", ""), cmeta["name"], new,
                             subresource=None, manager="garbage-collector", check_rv=False)
-
-    def _collect_dependents(self, uid: str) -> None:
-        for table, obj in self.storage.dependents(uid):
-            meta = obj["metadata"]
-            if meta.get("deletionTimestamp"):
-                continue
-            alive = [r for r in meta.get("ownerReferences") or ()
-                     if r.get("uid") != uid and r.get("uid") in self._living_uids(r)]
-            if alive:
-                self.storage.remove_owner_reference(table, obj, uid)
-            else:
-                delete_if_present(self.storage, table, meta.get("namespace", ""),
-                                  meta["name"])
-
-    def _living_uids(self, ref: dict[str, Any]) -> set[str]:
-        """UIDs of living objects an owner reference may point to (by kind and name)."""
-        out = set()
-        for table in self.storage.tables.values():
-            if table.rtype.resource.kind != ref.get("kind"):
-                continue
-            for (_, name), obj in table.objects.items():
-                if name == ref.get("name"):
-                    out.add(obj["metadata"]["uid"])
-        return out

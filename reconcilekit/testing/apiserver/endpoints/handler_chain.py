@@ -251,7 +251,7 @@ class Handler:
                           ) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None:
         """How a watch converts each stored object: None when rewriting apiVersion
         is all it takes (built-in kinds, CRDs converted with ``strategy: None``)."""
-        if not self.converter.uses_webhook(req.rtype):
+        if not self.converter.converts(req.rtype):
             return None
         return lambda obj: self.writes.shown(req, obj)
 

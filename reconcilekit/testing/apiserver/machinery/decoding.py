@@ -164,8 +164,8 @@ def _corrupt(offset: int) -> DecodeError:
 
 _MICROTIME_FIELDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
     ("coordination.k8s.io", "leases"): (("spec", "acquireTime"), ("spec", "renewTime")),
-    ("events.k8s.io", "events"): (("eventTime",),),
-    ("", "events"): (("eventTime",),),
+    ("events.k8s.io", "events"): (("eventTime",), ("series", "lastObservedTime")),
+    ("", "events"): (("eventTime",), ("series", "lastObservedTime")),
 }
 _MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"  # metav1.RFC3339Micro
 _RANGES = {"month": (1, 12), "hour": (0, 23), "minute": (0, 59), "second": (0, 59)}

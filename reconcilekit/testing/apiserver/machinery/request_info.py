@@ -83,6 +83,8 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
     if sub is not None and not ((sub == "status" and rtype.status_subresource)
                                 or (sub == "scale" and rtype.scale_subresource)
                                 or (sub == "binding" and rtype.resource.plural == "pods"
+                                    and rtype.resource.group == "")
+                                or (sub == "finalize" and rtype.resource.plural == "namespaces"
                                     and rtype.resource.group == "")):
         raise StatusError.not_found_path()
     if not rtype.resource.namespaced and namespace is not None:
@@ -99,6 +101,8 @@ def verb_for(method: str, req: ResourceRequest, watch: bool) -> str:
         if method != "POST":
             raise StatusError.method_not_allowed()
         return "create"
+    if req.subresource == "finalize" and method != "PUT":  # update-only, namespaces/finalize
+        raise StatusError.method_not_allowed()
     if req.subresource and method not in ("GET", "PUT", "PATCH"):
         r = req.rtype.resource
         if req.rtype.builtin:

@@ -17,8 +17,9 @@ from typing import Any
 from ...._selector_syntax import go_quote
 from .status import Cause
 
-__all__ = ["config_key_errors", "dns_label_errors", "dns_subdomain_errors", "go_slice", "invalid",
-           "invalid_slice", "label_value_errors", "qualified_name_errors", "required",
+__all__ = ["STANDARD_FINALIZERS", "config_key_errors", "dns_label_errors",
+           "dns_subdomain_errors", "go_slice", "invalid", "invalid_slice", "label_value_errors",
+           "qualified_name_errors", "required",
            "validate_name", "validate_object_meta"]
 
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -42,7 +43,7 @@ _LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanu
                     "character")
 _CONFIG_KEY_MSG = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
 TOTAL_ANNOTATION_SIZE = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB
-_STANDARD_FINALIZERS = ("kubernetes", "orphan", "foregroundDeletion")
+STANDARD_FINALIZERS = ("kubernetes", "orphan", "foregroundDeletion")
 
 
 def _regex_error(msg: str, fmt: str, *examples: str) -> str:
@@ -169,7 +170,7 @@ def validate_object_meta(meta: Mapping[str, Any], *, label_name: bool,
                             "finalizer orphan and foregroundDeletion cannot be both set",
                             "metadata.finalizers"))
     for i, finalizer in enumerate(finalizers if core else ()):
-        if "/" not in finalizer and finalizer not in _STANDARD_FINALIZERS:
+        if "/" not in finalizer and finalizer not in STANDARD_FINALIZERS:
             causes.append(invalid(f"metadata.finalizers[{i}]", finalizer, "name is neither a "
                                   "standard finalizer name nor is it fully qualified"))
     return causes

@@ -13,7 +13,9 @@ controllers depend on:
   changes nothing keeps the resourceVersion and emits no event.
 * delete: with finalizers, deletionTimestamp is set (generation bumps) and
   the object stays; once the last finalizer is removed the object is gone and
-  only a DELETED event is emitted. No new finalizer may be added to an
+  only a DELETED event is emitted, carrying the object as it was before that
+  last update. A namespace is held by its ``spec.finalizers`` too, and the
+  first DELETE of one never removes it. No new finalizer may be added to an
   object being deleted. A Pod bound to a node is deleted gracefully: it stays
   with a deletionTimestamp in the future until a DELETE with a grace period
   of 0 (the kubelet's) removes it.
@@ -39,6 +41,7 @@ from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import timestamp
 from ..patching.field_ownership import FieldOwnership
 from ..storage.watch_cache import CacheWatcher, Event
+from .event_versions import core_events, is_event
 from .strategies import graceful_period, prepare_for_create, prepare_for_update
 from .update_rules import (
     check_finalizers,
@@ -48,7 +51,7 @@ from .update_rules import (
     storage_key,
 )
 
-__all__ = ["Storage", "Superseded", "Table"]
+__all__ = ["Storage", "Superseded", "Table", "table_key"]
 
 TableKey = tuple[str, str]  # (group, plural)
 ObjKey = tuple[str, str]  # (namespace, name)
@@ -104,14 +107,19 @@ class Storage:
         self.on_removed: list[Callable[[Table, dict[str, Any]], None]] = []
         # Called after an object is created or changed: (table, object).
         self.on_written: list[Callable[[Table, dict[str, Any]], None]] = []
+        # The same, with the object it replaced (None when created): (table, object, old).
+        self.on_changed: list[Callable[[Table, dict[str, Any], dict[str, Any] | None],
+                                       None]] = []
 
     # -- tables ---------------------------------------------------------------
 
     def table(self, rtype: ResourceType) -> Table:
-        key = (rtype.resource.group, rtype.resource.plural)
+        """The table of ``rtype`` (events.k8s.io Events share the core one)."""
+        key = table_key(rtype)
         table = self.tables.get(key)
         if table is None:
-            table = self.tables[key] = Table(rtype, self.history_limit, oldest_rv=self.rv)
+            stored = core_events() if is_event(rtype) else rtype
+            table = self.tables[key] = Table(stored, self.history_limit, oldest_rv=self.rv)
         return table
 
     def drop_table(self, table: Table) -> None:
@@ -324,7 +332,7 @@ class Storage:
                 "AdditionalErrorMsg: Precondition failed: UID in "
                 f"precondition: {uid}, UID in object meta: {meta['uid']}", res.group)
         result = merge_update(rtype, old, new, subresource)
-        prepare_for_update(rtype, old, result)
+        prepare_for_update(rtype, old, result, subresource)
         if check is not None:
             check(old, result)
         check_finalizers(rtype, old, result)
@@ -364,7 +372,8 @@ class Storage:
         # carries (finalizers and all) at the deletion's resourceVersion, while the answer is
         # the update's object at the resourceVersion it was made from (kube-apiserver 1.28).
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and (
-                not meta.get("deletionGracePeriodSeconds")) and not self._blocks_delete(table):
+                not meta.get("deletionGracePeriodSeconds")) and not self._blocks_delete(table,
+                                                                                  result):
             gone = dict(old, metadata=dict(old["metadata"],
                                            resourceVersion=str(self._next_rv())))
             self._remove(table, key, gone)
@@ -379,6 +388,8 @@ class Storage:
         table.objects[key] = new
         self._index_owners(table, key, old, new)
         self._emit(table, "ADDED" if old is None else "MODIFIED", new, old)
+        for changed in self.on_changed:
+            changed(table, new, old)
         for hook in self.on_written:
             hook(table, new)
 
@@ -414,7 +425,9 @@ class Storage:
             old = copy.deepcopy(old)
             meta = old["metadata"]
             meta["finalizers"] = [*(meta.get("finalizers") or ()), propagation_finalizer]
-        held = bool(meta.get("finalizers")) or self._blocks_delete(table)
+        # the first DELETE of a namespace only starts its lifecycle, whatever its spec
+        held = bool(meta.get("finalizers")) or self._blocks_delete(table, old) or (
+            _is_namespace(table) and not meta.get("deletionTimestamp"))
         now = self.now()
         if meta.get("deletionTimestamp"):
             pending = meta.get("deletionGracePeriodSeconds") or 0
@@ -442,12 +455,13 @@ class Storage:
         result = copy.deepcopy(old)
         rmeta = result["metadata"]
         rmeta["deletionTimestamp"] = timestamp(when)
-        rmeta["deletionGracePeriodSeconds"] = grace
         rtype = table.rtype
+        if _is_namespace(table):  # namespace storage's Delete: no grace period
+            result["status"] = dict(result.get("status") or {}, phase="Terminating")
+        else:
+            rmeta["deletionGracePeriodSeconds"] = grace
         if first and rtype.generation:
             rmeta["generation"] = rmeta.get("generation", 0) + 1
-        if rtype.resource.kind == "Namespace" and not rtype.resource.group:
-            result["status"] = dict(result.get("status") or {}, phase="Terminating")
         if dry_run:
             return result, False
         rmeta["resourceVersion"] = str(self._next_rv())
@@ -470,10 +484,13 @@ class Storage:
         return dict(gone, metadata=dict(gone["metadata"], deletionTimestamp=timestamp(when),
                                         deletionGracePeriodSeconds=0))
 
-    def _blocks_delete(self, table: Table) -> bool:
-        """Whether removal waits for a lifecycle step (terminating namespaces, CRDs)."""
-        return table.rtype.resource.plural in ("namespaces", "customresourcedefinitions") and (
-            table.rtype.resource.group in ("", "apiextensions.k8s.io"))
+    def _blocks_delete(self, table: Table, obj: dict[str, Any]) -> bool:
+        """Whether removal waits for a lifecycle step: a namespace's ``spec.finalizers``
+        (``kubernetes``, the namespace controller's), a CRD's cleanup."""
+        r = table.rtype.resource
+        if _is_namespace(table):
+            return bool((obj.get("spec") or {}).get("finalizers"))
+        return (r.group, r.plural) == ("apiextensions.k8s.io", "customresourcedefinitions")
 
     def _remove(self, table: Table, key: ObjKey, last: dict[str, Any]) -> None:
         old = table.objects.pop(key)
@@ -534,6 +551,18 @@ class Storage:
             del new["metadata"]["ownerReferences"]
         self.update(table.rtype, meta.get("namespace", ""), meta["name"], new,
                     subresource=None, manager="garbage-collector", check_rv=False)
+
+
+def table_key(rtype: ResourceType) -> TableKey:
+    """Where ``rtype``'s objects are stored: (group, plural), the core one for Events."""
+    if is_event(rtype):
+        return ("", "events")
+    return (rtype.resource.group, rtype.resource.plural)
+
+
+def _is_namespace(table: Table) -> bool:
+    r = table.rtype.resource
+    return (r.group, r.plural) == ("", "namespaces")
 
 
 def _owner_uids(obj: dict[str, Any] | None) -> Iterable[str]:

@@ -7,10 +7,13 @@ PrepareForUpdate, Validate and ValidateUpdate (``pkg/apis/core/validation``),
 and for Pods CheckGracefulDelete. This module is those steps:
 
 * :func:`prepare_for_create` / :func:`prepare_for_update`: server-set status,
-  the Namespace's ``kubernetes.io/metadata.name`` label;
+  the Namespace's ``kubernetes.io/metadata.name`` label and ``spec.finalizers``
+  (changed only through ``namespaces/finalize``), Events shaped as stored
+  (:mod:`.event_versions`);
 * :func:`validate` / :func:`validate_update`: ConfigMap and Secret keys, sizes
   and ``immutable``; Secret types; Lease spec; Pod containers and the few Pod
-  spec fields an update may change; core/v1 Event namespace;
+  spec fields an update may change; Events of either group
+  (:mod:`.event_validation`);
 * :func:`graceful_period`: a Pod bound to a node is deleted gracefully.
 
 ValidatingWebhookConfigurations and MutatingWebhookConfigurations are validated
@@ -18,8 +21,8 @@ by :mod:`..admission.webhook_configurations`, CRDs by :mod:`..apiextensions.crd`
 called by the write path beside this module's :func:`validate`.
 
 The workload kinds' and Services' steps are :mod:`.workload_strategies`'.
-Everything else about these kinds (most of Pod validation, events.k8s.io
-Events) is not done.
+Everything else about these kinds (most of Pod validation, an events.k8s.io
+Event's immutable fields) is not done.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import config_key_errors, dns_label_errors, invalid
+from .event_validation import validate_event
+from .event_versions import is_event, shape, to_core
 from .pod_defaults import qos_class
 from .workload_strategies import (
     prepare_workload,
@@ -80,13 +85,26 @@ def prepare_for_create(rtype: ResourceType, obj: Obj, existing: Iterable[Obj] = 
             obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
         case _ if rtype.status_subresource:
             obj.pop("status", None)
+        case _ if is_event(rtype):
+            shape(obj)
     if rtype.builtin:
         prepare_workload(rtype, obj, existing)
 
 
-def prepare_for_update(rtype: ResourceType, old: Obj, new: Obj) -> None:
+def prepare_for_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | None = None
+                       ) -> None:
+    """What the kinds' PrepareForUpdate keep: a Namespace's ``spec.finalizers`` change
+    only through ``namespaces/finalize``."""
+    if is_event(rtype):
+        shape(new)
     if _kind(rtype) == ("", "namespaces"):
         _label_namespace(new)
+        if subresource != "finalize":
+            finalizers = (old.get("spec") or {}).get("finalizers")
+            spec = new.get("spec")
+            spec = spec if isinstance(spec, dict) else {}
+            new["spec"] = dict(spec, finalizers=finalizers) if finalizers else {
+                k: v for k, v in spec.items() if k != "finalizers"}
     if rtype.builtin:
         prepare_workload_update(rtype, old, new)
 
@@ -100,8 +118,10 @@ def _label_namespace(obj: Obj) -> None:
 # -- validation ---------------------------------------------------------------------------
 
 
-def validate(rtype: ResourceType, obj: Obj, namespace: str) -> list[Cause]:
-    """The kind's Validate: causes of a 422 Invalid (metadata is checked elsewhere)."""
+def validate(rtype: ResourceType, obj: Obj, namespace: str, old: Obj | None = None
+             ) -> list[Cause]:
+    """The kind's Validate (ValidateUpdate's own rules, for an update of ``old``): causes
+    of a 422 Invalid (metadata is checked elsewhere)."""
     match _kind(rtype):
         case ("", "configmaps"):
             return _validate_configmap(obj)
@@ -110,7 +130,10 @@ def validate(rtype: ResourceType, obj: Obj, namespace: str) -> list[Cause]:
         case ("", "pods"):
             return _validate_pod_spec(obj.get("spec"))
         case ("", "events"):
-            return _validate_event(obj, namespace)
+            return validate_event(obj, namespace, strict=False)
+        case ("events.k8s.io", "events"):
+            return validate_event(to_core(copy.deepcopy(obj)), namespace, strict=True,
+                                  old=None if old is None else to_core(copy.deepcopy(old)))
         case ("coordination.k8s.io", "leases"):
             return _validate_lease(obj.get("spec") or {})
     return validate_workload(rtype, obj) if rtype.builtin else []
@@ -193,17 +216,6 @@ def _validate_lease(spec: Mapping[str, Any]) -> list[Cause]:
         causes.append(invalid("spec.leaseTransitions", transitions,
                               "must be greater than or equal to 0"))
     return causes
-
-
-def _validate_event(obj: Obj, namespace: str) -> list[Cause]:
-    """core/v1 Events without eventTime: the involved object's namespace is the Event's."""
-    if obj.get("eventTime"):
-        return []
-    involved = obj.get("involvedObject") or {}
-    inv_ns = involved.get("namespace") or "" if isinstance(involved, Mapping) else ""
-    if (not inv_ns and namespace not in ("", "default")) or (inv_ns and inv_ns != namespace):
-        return [invalid("involvedObject.namespace", inv_ns, "does not match event.namespace")]
-    return []
 
 
 def _validate_pod_spec(spec: Any) -> list[Cause]:

@@ -22,9 +22,19 @@ __all__ = ["check_finalizers", "merge_update", "same", "spec_changed", "storage_
 def merge_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | None) -> Obj:
     """``rest.BeforeUpdate``: what an update may not change is taken from ``old``.
 
-    A ``status`` write changes only status; with a status subresource a write
+    A ``status`` write changes only status, a namespace's ``finalize`` only
+    ``spec.finalizers``; with a status subresource a write
     to the main resource leaves status alone (a Pod binding writes both).
     """
+    if subresource == "finalize":  # namespaces/finalize: spec.finalizers only
+        result = copy.deepcopy(old)
+        spec = result.setdefault("spec", {})
+        finalizers = (new.get("spec") or {}).get("finalizers")
+        if finalizers:
+            spec["finalizers"] = finalizers
+        else:
+            spec.pop("finalizers", None)
+        return result
     if subresource == "status":
         result = copy.deepcopy(old)
         if "status" in new:

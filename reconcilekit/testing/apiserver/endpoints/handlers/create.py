@@ -22,7 +22,7 @@ async def create(path: WritePath, req: ResourceRequest, body: Obj, manager: str,
         raise StatusError.invalid(r.qualified_kind(), "", [Cause(
             "FieldValueRequired", "Required value: name or generateName is required",
             "metadata.name")], r.resource.group)
-    path.check_namespace(req)
+    path.check_namespace(req, str(meta.get("name") or ""))
     dedup_owner_references(meta)
     path.admit(req, body)
     return await path.create_new(req, body, manager, options, user)

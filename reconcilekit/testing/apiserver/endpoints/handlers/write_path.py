@@ -32,9 +32,15 @@ from ...machinery.decoding import decode, normalize_microtimes
 from ...machinery.request_info import ResourceRequest
 from ...machinery.request_user import RequestUser
 from ...machinery.resources import ResourceType
-from ...machinery.status import DecodeError, StatusError
+from ...machinery.status import Cause, DecodeError, StatusError
 from ...machinery.unstructured import Obj, json_type
-from ...machinery.validation import invalid, validate_object_meta
+from ...machinery.validation import (
+    STANDARD_FINALIZERS,
+    invalid,
+    qualified_name_errors,
+    validate_object_meta,
+)
+from ...registry.event_versions import core_events, is_event
 from ...registry.generic_store import Storage, Superseded
 from ...registry.pod_defaults import admit_pod
 from ...registry.strategies import validate as validate_kind
@@ -145,21 +151,24 @@ class WritePath:
                                       core=rtype.builtin and r.group != "apiextensions.k8s.io")
         if r.group == "apiextensions.k8s.io" and r.plural == "customresourcedefinitions":
             causes.extend(validate_crd(obj))
-        causes.extend(validate_kind(rtype, obj, req.namespace or ""))
+        causes.extend(validate_kind(rtype, obj, req.namespace or "", old))
         if is_webhook_configuration(rtype):
             causes.extend(configuration_errors(rtype, obj))
         if old is not None:
             causes.extend(validate_update(rtype, old, obj))
         if rtype.schema is not None:
             causes.extend(rtype.schema.validate(obj, old))
-        if causes:
-            raise StatusError.invalid(rtype.qualified_kind(), obj["metadata"].get("name", ""),
-                                      causes, r.group)
+        if causes:  # an Event is validated as the core kind, whichever group served it
+            shown = core_events() if is_event(rtype) else rtype
+            raise StatusError.invalid(shown.qualified_kind(), obj["metadata"].get("name", ""),
+                                      causes, shown.resource.group)
 
     def checker(self, req: ResourceRequest) -> Callable[[Obj, Obj], None] | None:
         """The validation of an update: the kind's for the main resource, the
         schema's for a custom resource's ``status`` (none for other subresources)."""
         schema = req.rtype.schema
+        if req.subresource == "finalize":
+            return lambda old, new: self._check_finalize(req, new)
         if req.subresource == "status" and schema is not None:
             def check_status(old: Obj, new: Obj) -> None:
                 causes = schema.validate_status(new, old)
@@ -171,7 +180,22 @@ class WritePath:
             return None
         return lambda old, new: self.validate(req, new, old)
 
-    def check_namespace(self, req: ResourceRequest) -> None:
+    def _check_finalize(self, req: ResourceRequest, new: Obj) -> None:
+        """``namespaces/finalize``: ValidateNamespaceFinalizeUpdate's rules on the finalizers."""
+        causes: list[Cause] = []
+        for i, finalizer in enumerate((new.get("spec") or {}).get("finalizers") or ()):
+            causes.extend(invalid(f"spec.finalizers[{i}]", finalizer, m)
+                          for m in qualified_name_errors(str(finalizer)))
+            if "/" not in str(finalizer) and finalizer not in STANDARD_FINALIZERS:
+                causes.append(invalid(f"spec.finalizers[{i}]", finalizer, "name is neither a "
+                                      "standard finalizer name nor is it fully qualified"))
+        if causes:
+            raise StatusError.invalid(req.rtype.qualified_kind(), new["metadata"]["name"],
+                                      causes)
+
+    def check_namespace(self, req: ResourceRequest, name: str | None = None) -> None:
+        """The NamespaceLifecycle admission plugin on a create: the namespace must exist
+        (404) and not be terminating (403 naming the object, ``name`` or the URL's)."""
         if not req.rtype.resource.namespaced:
             return
         ns = req.namespace or ""
@@ -179,10 +203,11 @@ class WritePath:
         if ns_table is None or ("", ns) not in ns_table.objects:
             raise StatusError.not_found("namespaces", ns)
         if self.lifecycle.namespace_terminating(ns):
+            name = name_of(req) if name is None else name
             raise StatusError(403, "Forbidden", f"{req.rtype.resource.group_resource} "
-                              f'"{name_of(req)}" is forbidden: unable to create new content in '
+                              f'"{name}" is forbidden: unable to create new content in '
                               f"namespace {ns} because it is being terminated",
-                              {"name": name_of(req), "kind": req.rtype.resource.plural,
+                              {"name": name, "kind": req.rtype.resource.plural,
                             "causes": [{"reason": "NamespaceTerminating",
                                         "message": f"namespace {ns} is being terminated",
                                         "field": "metadata.namespace"}]})
