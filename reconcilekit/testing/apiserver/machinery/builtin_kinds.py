@@ -48,7 +48,7 @@ LEFT_OUT: frozenset[tuple[str, str]] = frozenset({
     ("", "pods/attach"), ("", "pods/exec"), ("", "pods/log"), ("", "pods/portforward"),
     ("", "pods/proxy"), ("", "pods/eviction"), ("", "pods/ephemeralcontainers"),
     ("", "nodes/proxy"), ("", "services/proxy"), ("", "serviceaccounts/token"),
-    ("", "namespaces/finalize"), ("certificates.k8s.io", "certificatesigningrequests/approval"),
+    ("certificates.k8s.io", "certificatesigningrequests/approval"),
 })
 # selfsubjectreviews are answered by ..endpoints.self_subject_review, not stored
 _NOT_STORED = frozenset({("authentication.k8s.io", "selfsubjectreviews")})
