@@ -316,7 +316,7 @@ async def test_bookmarks_follow_the_watch_cache_rules(apiserver: Cluster) -> Non
     watch's timeout, carrying the resource's last event, and only when that event is newer
     than the watch's start and than what it replayed on opening: never on a resource with
     no event since the server started, never on a watch that saw no event after it opened.
-    Silence is not a dead watch. The watches here last 3-4 s on the server's clock
+    Silence is not a dead watch. The watches here last 3-8 s on the server's clock
     (nothing on the client side to fake).
     """
     plural = f"quiets{apiserver.namespace.rsplit('-', 1)[-1]}"  # a resource of this test's own
@@ -348,7 +348,9 @@ async def test_bookmarks_follow_the_watch_cache_rules(apiserver: Cluster) -> Non
         replayed = await watch(start, 3, labelSelector="show=yes")
         assert [e["type"] for e in replayed] == ["ADDED"], replayed
         # An event after the watch opened, filtered out by its selector: bookmarks carry it.
-        async with apiserver.watch(path, {"resourceVersion": hidden, "timeoutSeconds": "4",
+        # 8 s: the bookmark comes 2 s before the end, so the write below has 6 s to land
+        # in the watch cache first, even on a loaded machine (with 4 s it once did not)
+        async with apiserver.watch(path, {"resourceVersion": hidden, "timeoutSeconds": "8",
                                           "allowWatchBookmarks": "true",
                                           "labelSelector": "show=yes"}) as events:
             late = await make("late", {})  # the watch is open: its answer has begun
