@@ -188,3 +188,37 @@ async def test_micro_times_need_six_fractional_digits(apiserver: Cluster) -> Non
         'Event in version "v1" cannot be handled as a Event: parsing time '
         '"2024-01-02T03:04:06.5Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse ".5Z" '
         'as ".000000"')
+
+
+async def test_an_events_k8s_io_update_may_not_change_what_was_observed(
+        apiserver: Cluster) -> None:
+    """``ValidateEventUpdate``: through events.k8s.io/v1, every field but the series and
+    the metadata is immutable; each refusal names the core field and shows the new value
+    as Go renders it (``reason`` is checked twice, so named twice). Measured on v1.28.7."""
+    ns = apiserver.namespace
+    made = await apiserver.request("POST", NEW.format(ns=ns), json=_new_event(ns))
+    assert made.status == 201, made
+    path = NEW.format(ns=ns) + "/n1"
+    reference = (f'core.ObjectReference{{Kind:"ConfigMap", Namespace:"{ns}", Name:"y", '
+                 'UID:"u1", APIVersion:"v1", ResourceVersion:"", FieldPath:""}')
+    for change, refused in [
+            ({"reason": "Other"}, [("reason", '"Other"'), ("reason", '"Other"')]),
+            ({"note": "changed"}, [("message", '"changed"')]),
+            ({"type": "Warning"}, [("type", '"Warning"')]),
+            ({"regarding": dict(made.body["regarding"], name="y")},
+             [("involvedObject", reference)]),
+            ({"action": "Other"}, [("action", '"Other"')]),
+            ({"reportingInstance": "ctl-2"}, [("reportingInstance", '"ctl-2"')]),
+            ({"reportingController": "example.com/other"},
+             [("reportingController", '"example.com/other"')]),
+            ({"eventTime": "2024-01-02T03:05:05.123456Z"},
+             [("eventTime", "2024-01-02 03:05:05.123456 +0000 UTC")]),
+            ({"related": None}, [("related", '"null"')])]:
+        body = {k: v for k, v in {**made.body, **change}.items() if v is not None}
+        got = await apiserver.request("PUT", path, json=body)
+        assert got.status == 422, (change, got)
+        assert [(c["field"], c["message"]) for c in got.body["details"]["causes"]] == [
+            (field, f"Invalid value: {value}: field is immutable") for field, value in refused]
+    series = dict(made.body,
+                  series={"count": 5, "lastObservedTime": "2024-01-02T03:09:06.000000Z"})
+    assert (await apiserver.request("PUT", path, json=series)).status == 200  # a series may grow
