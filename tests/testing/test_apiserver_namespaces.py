@@ -7,6 +7,7 @@ them; what envtest (no namespace controller) cannot show.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -165,3 +166,20 @@ async def test_namespace_finalize_subresource(apiserver: Cluster) -> None:
         return (await apiserver.request("GET", path)).status == 404
 
     await eventually(gone, within=AWAIT_CONTROLLERS, what=f"namespace {name} gone")
+
+
+async def test_a_namespace_s_creator_owns_what_it_sent_and_its_default_label(
+        apiserver: Cluster) -> None:
+    """The field manager runs after defaulting (the ``kubernetes.io/metadata.name`` label)
+    and before the strategy (``spec.finalizers``, ``status``), which belong to no one."""
+    name = f"owned-{secrets.token_hex(3)}"
+    made = await apiserver.request("POST", "/api/v1/namespaces", json={
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"a": "b"}}})
+    try:
+        assert made.status == 201, made
+        assert made.body["spec"] == {"finalizers": ["kubernetes"]}
+        assert [(m["operation"], m["fieldsV1"]) for m in made.body["metadata"]["managedFields"]
+                ] == [("Update", {"f:metadata": {"f:labels": {
+                    ".": {}, "f:a": {}, "f:kubernetes.io/metadata.name": {}}}})]
+    finally:
+        await apiserver.request("DELETE", f"/api/v1/namespaces/{name}")

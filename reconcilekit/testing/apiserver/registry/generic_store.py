@@ -260,9 +260,13 @@ class Storage:
         meta["creationTimestamp"] = timestamp(self.now())
         if rtype.generation:
             meta["generation"] = 1
-        prepare_for_create(rtype, obj, table.objects.values())
-        meta["managedFields"] = managed_fields if managed_fields is not None else (
+        # the field manager runs before the kind's PrepareForCreate (kube-apiserver's create
+        # handler): what the strategy sets (a Namespace's spec.finalizers, a Pod's status)
+        # belongs to no manager
+        managed = managed_fields if managed_fields is not None else (
             self.ownership(rtype).updated(None, obj, manager, None, self.now()))
+        prepare_for_create(rtype, obj, table.objects.values())
+        meta["managedFields"] = managed
         return obj
 
     def commit_create(self, rtype: ResourceType, namespace: str,

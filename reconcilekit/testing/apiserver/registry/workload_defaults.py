@@ -148,6 +148,9 @@ def default_builtin(rtype: ResourceType, obj: Obj) -> None:
     if (r.group, r.plural) == ("", "pods"):
         default_pod(obj)
         return
+    if (r.group, r.plural) == ("", "namespaces"):
+        _namespace(obj)
+        return
     spec = _dict(obj, "spec")
     if (r.group, r.plural) == ("", "podtemplates"):
         _template(obj)
@@ -177,3 +180,12 @@ def default_builtin(rtype: ResourceType, obj: Obj) -> None:
         case _:
             return
     _template(spec)
+
+
+def _namespace(obj: Obj) -> None:
+    """``SetDefaults_Namespace``: the ``kubernetes.io/metadata.name`` label, when the name is
+    known (with ``generateName`` the strategy's Canonicalize adds it once it is)."""
+    meta = _dict(obj, "metadata")
+    if meta is not None and isinstance(meta.get("name"), str) and meta["name"]:
+        labels = _dict(meta, "labels") or {}
+        meta["labels"] = {**labels, "kubernetes.io/metadata.name": meta["name"]}
