@@ -14,10 +14,13 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
    is about, name and metadata validation, decoding into the kinds' Go types.
 4. ``patching/``: JSON patch, merge patch, strategic merge patch and its schemas,
    server-side apply's field ownership.
-5. ``storage/``: the watch cache's events and watchers, sharded list/watch.
-6. ``registry/``: the generic store (resourceVersions, optimistic
+5. ``storage/``: the versioned store (objects by resource, the resourceVersion
+   counter, each resource's event history), the watch cache's watchers, sharded
+   list/watch.
+6. ``registry/``: the generic store (the registry's rules: optimistic
    concurrency, graceful deletion, finalizers, owner index) and the kinds'
-   strategies, update rules and Pod defaults it applies.
+   strategies, defaults and update rules it applies (Pods, workloads,
+   Services, Events).
 7. ``webhook_client/``: calling a webhook over HTTPS (k8s.io/apiserver's
    util/webhook), and the validation of where one is called.
 8. ``apiextensions/``: CRDs: their validation, the types they serve,

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..machinery.resources import Registry, ResourceType
-from ..registry.generic_store import Storage, Table
+from ..registry.generic_store import Storage
+from ..storage.versioned_store import Table
 from .crd_establishing import CRDController
 from .garbage_collector import GarbageCollector
 from .namespace_lifecycle import NamespaceController

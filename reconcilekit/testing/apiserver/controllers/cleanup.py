@@ -3,7 +3,8 @@ namespace controller, CRD cleanup and the garbage collector each do to what they
 
 from __future__ import annotations
 
-from ..registry.generic_store import Storage, Table
+from ..registry.generic_store import Storage
+from ..storage.versioned_store import Table
 
 __all__ = ["delete_if_present"]
 

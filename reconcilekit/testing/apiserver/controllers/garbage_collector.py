@@ -27,7 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..machinery.resources import Registry
-from ..registry.generic_store import Storage, Table
+from ..registry.generic_store import Storage
+from ..storage.versioned_store import Table
 from .cleanup import delete_if_present
 from .controller_events import record_event
 from .owner_references import ABSENT, PRESENT, owner_state, stray_owner

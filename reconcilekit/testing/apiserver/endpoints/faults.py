@@ -15,7 +15,8 @@ from ..machinery.status import StatusError
 
 if TYPE_CHECKING:
     from ..machinery.request_info import ResourceRequest
-    from ..registry.generic_store import Storage, Table
+    from ..registry.generic_store import Storage
+from ..storage.versioned_store import Table
 
 __all__ = ["Faults"]
 

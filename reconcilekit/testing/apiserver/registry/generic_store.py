@@ -1,9 +1,9 @@
 """Object storage of the test API server: the semantics of kube-apiserver's registry.
 
-One global resourceVersion counter orders every write. Each resource keeps
-its objects, a bounded history of events (its "watch cache") and its open
-watches. The write paths implement the generic registry rules that
-controllers depend on:
+The objects, the resourceVersion counter and each resource's event history
+are :class:`~..storage.versioned_store.VersionedStore`'s; this module's
+:class:`Storage` writes them by the generic registry rules that controllers
+depend on:
 
 * create: uid, resourceVersion, creationTimestamp, generation 1, generateName;
   the namespace must exist and not be terminating.
@@ -31,16 +31,14 @@ import copy
 import datetime
 import secrets
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import timestamp
 from ..patching.field_ownership import FieldOwnership
-from ..storage.watch_cache import CacheWatcher, Event
+from ..storage.versioned_store import ObjKey, Table, TableKey, VersionedStore
 from .event_versions import core_events, is_event
 from .strategies import graceful_period, prepare_for_create, prepare_for_update
 from .update_rules import (
@@ -51,10 +49,8 @@ from .update_rules import (
     storage_key,
 )
 
-__all__ = ["Storage", "Superseded", "Table", "table_key"]
+__all__ = ["Storage", "Superseded", "table_key"]
 
-TableKey = tuple[str, str]  # (group, plural)
-ObjKey = tuple[str, str]  # (namespace, name)
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                 "generation", "selfLink")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -69,38 +65,12 @@ def _seconds(stamp: str) -> float:
         tzinfo=datetime.UTC).timestamp()
 
 
-@dataclass(eq=False)
-class Table:
-    """The objects of one resource (all versions share it) and its event history."""
-
-    rtype: ResourceType
-    history_limit: int
-    objects: dict[ObjKey, dict[str, Any]] = field(default_factory=dict)
-    history: deque[Event] = field(default_factory=deque)
-    oldest_rv: int = 0  # a watch may resume from any rv >= oldest_rv
-    watchers: set[CacheWatcher] = field(default_factory=set)
-    drop_next: int = 0
-    # The rv of the last event delivered to watchers, 0 before the first since start:
-    # what kube-apiserver's watch cache puts in a BOOKMARK (it sends none while 0).
-    last_event_rv: int = 0
-
-    def record(self, event: Event) -> None:
-        self.history.append(event)
-        while len(self.history) > self.history_limit:
-            self.oldest_rv = self.history.popleft().rv
-
-
-class Storage:
-    """All objects of the server. Not thread-safe: used from one event loop."""
+class Storage(VersionedStore):
+    """All objects of the server, with the registry's rules for writing them."""
 
     def __init__(self, *, history_limit: int = 10_000, now: Callable[[], float]) -> None:
-        self.rv = 1
+        super().__init__(history_limit=history_limit)
         self.now = now
-        self.history_limit = history_limit
-        self.tables: dict[TableKey, Table] = {}
-        self.paused = False
-        self._pending: list[tuple[Table, Event]] = []
-        self.delivered_rv = 1
         self.owners: dict[str, set[tuple[TableKey, ObjKey]]] = {}
         self._ownership: dict[ResourceType, FieldOwnership] = {}
         # Called after an object is really gone: (table, object).
@@ -115,60 +85,7 @@ class Storage:
 
     def table(self, rtype: ResourceType) -> Table:
         """The table of ``rtype`` (events.k8s.io Events share the core one)."""
-        key = table_key(rtype)
-        table = self.tables.get(key)
-        if table is None:
-            stored = core_events() if is_event(rtype) else rtype
-            table = self.tables[key] = Table(stored, self.history_limit, oldest_rv=self.rv)
-        return table
-
-    def drop_table(self, table: Table) -> None:
-        for w in list(table.watchers):
-            w.close()
-        self.tables.pop((table.rtype.resource.group, table.rtype.resource.plural), None)
-
-    # -- events ---------------------------------------------------------------
-
-    def _next_rv(self) -> int:
-        self.rv += 1
-        return self.rv
-
-    def _emit(self, table: Table, type_: str, obj: dict[str, Any],
-              prev: dict[str, Any] | None) -> None:
-        event = Event(type_, int(obj["metadata"]["resourceVersion"]), obj, prev)
-        if table.drop_next > 0:
-            table.drop_next -= 1
-            event.dropped = True
-        table.record(event)
-        if self.paused:
-            self._pending.append((table, event))
-            return
-        self._deliver(table, event)
-
-    def _deliver(self, table: Table, event: Event) -> None:
-        self.delivered_rv = table.last_event_rv = event.rv
-        for w in list(table.watchers):
-            w.offer(event)
-
-    def pause(self) -> None:
-        self.paused = True
-
-    def resume(self) -> None:
-        self.paused = False
-        pending, self._pending = self._pending, []
-        for table, event in pending:
-            self._deliver(table, event)
-        self.delivered_rv = self.rv
-
-    def bookmark_rv(self) -> int:
-        """The resourceVersion a BOOKMARK may carry: every event up to it was offered."""
-        return self.delivered_rv if self.paused or self._pending else self.rv
-
-    def compact(self) -> None:
-        """Forget all history: resuming a watch from an older rv then gets 410."""
-        for table in self.tables.values():
-            table.history.clear()
-            table.oldest_rv = self.rv
+        return self.table_at(table_key(rtype), core_events() if is_event(rtype) else rtype)
 
     # -- reads ----------------------------------------------------------------
 
