@@ -60,6 +60,16 @@ def warnings(result: Any) -> list[str]:
     return list(result.headers.getall("Warning", []))
 
 
+async def caught_up(apiserver: Cluster, path: str, written: dict[str, Any]) -> None:
+    """Wait until kube-apiserver's watch cache holds ``written``: it admits the next update
+    or delete against its cached copy first, and a stale copy (a write behind) makes it
+    call webhooks for a state the object is no longer in before it retries. A GET at the
+    write's resourceVersion is answered by the cache once it has caught up."""
+    got = await apiserver.request("GET", path, params={
+        "resourceVersion": written["metadata"]["resourceVersion"]})
+    assert got.status == 200, got
+
+
 class Hooks:
     """The webhook configurations of one test: named after its namespace, every webhook
     scoped to it, removed when the test ends."""
@@ -332,11 +342,14 @@ async def test_update_patch_and_delete_are_reviewed_with_the_old_object(
     await hooks.create(VALIDATING, hooks.hook("v", "/v"))
     made = await apiserver.request("POST", hooks.configmaps, json=configmap("c", {"k": "1"}))
     path = f"{hooks.configmaps}/c"
+    await caught_up(apiserver, path, made.body)
     replaced = await apiserver.request("PUT", path, json=dict(made.body, data={"k": "2"}))
     assert replaced.status == 200
+    await caught_up(apiserver, path, replaced.body)
     patched_ = await apiserver.request("PATCH", path, json={"data": {"k": "3"}},
                                        content_type="application/merge-patch+json")
     assert patched_.status == 200
+    await caught_up(apiserver, path, patched_.body)
     gone = await apiserver.request("DELETE", path, json={"gracePeriodSeconds": 0,
                                                           "propagationPolicy": "Background"})
     assert gone.status == 200
@@ -464,11 +477,13 @@ async def test_object_selector_matches_the_old_or_the_new_object(
     await hooks.create(VALIDATING, hooks.hook("v", "/v", objectSelector={
         "matchLabels": {"watched": "yes"}}))
     path = f"{hooks.configmaps}/c"
-    await apiserver.request("POST", hooks.configmaps, json=configmap("c"))
+    made = await apiserver.request("POST", hooks.configmaps, json=configmap("c"))
+    await caught_up(apiserver, path, made.body)
     for labels in ({"watched": "yes"}, {"watched": None}, {"other": "x"}):
         got = await apiserver.request("PATCH", path, json={"metadata": {"labels": labels}},
                                       content_type="application/merge-patch+json")
         assert got.status == 200
+        await caught_up(apiserver, path, got.body)
     labels_seen = [((r["oldObject"] or {}).get("metadata", {}).get("labels") or None,
                     r["object"]["metadata"].get("labels") or None)
                    for r in webhook.requests_to("/v")]
