@@ -1,11 +1,12 @@
-"""``TCPProxy``: a TCP proxy in front of an API server, to count and to black-hole traffic.
+"""``TCPProxy``: a TCP proxy in front of an API server, to count, delay, cut and black-hole traffic.
 
 Faults a server cannot inject on itself live between it and the client: a
 load balancer or proxy that stops forwarding without closing (the client's
 kernel still gets its ACKs from the proxy, so TCP keepalive notices
-nothing), and the bytes that actually cross the wire (TLS and HTTP framing
-included) for a benchmark. Point the client's configuration at
-:attr:`TCPProxy.url` instead of the server's.
+nothing), a network partition that later heals, a slow link, and the bytes
+that actually cross the wire (TLS and HTTP framing included) for a
+benchmark. Point the client's configuration at :attr:`TCPProxy.url` instead
+of the server's (or write a kubeconfig naming it for another process).
 """
 
 from __future__ import annotations
@@ -23,19 +24,29 @@ class TCPProxy:
 
     ``received`` counts the bytes the upstream sent through the proxy.
     ``stall()`` makes every connection open at that moment stop forwarding, in
-    both directions, without closing; connections opened later go through.
-    Use as ``async with TCPProxy(configuration.host) as proxy:``; leaving the
-    block closes every connection.
+    both directions, without closing, for good; connections opened later go
+    through. ``partition()`` cuts the link both ways for every connection, open
+    or opened later (the client can still connect to the proxy, as to a load
+    balancer, but no byte reaches the server or comes back) until ``heal()``,
+    which delivers what was held, in order, as TCP's retransmissions would.
+    ``latency`` (seconds, settable at any time) delays every chunk of bytes in
+    each direction; order is kept. ``connections`` counts the connections
+    accepted. Use as ``async with TCPProxy(configuration.host) as proxy:``;
+    leaving the block closes every connection.
     """
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, *, latency: float = 0.0) -> None:
         scheme, _, hostport = upstream.partition("://")
         host, sep, port = hostport.rstrip("/").rpartition(":")
         if not scheme or not sep or not port.isdigit():
             raise ValueError(f"upstream {upstream!r} is not scheme://host:port")
         self._scheme, self._host, self._port = scheme, host.strip("[]"), int(port)
         self.received = 0
+        self.connections = 0
+        self.latency = latency
         self.url = ""
+        self._linked = asyncio.Event()
+        self._linked.set()
         self._server: asyncio.Server | None = None
         self._open: list[asyncio.Event] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -59,7 +70,31 @@ class TCPProxy:
             stalled.set()
         self._open.clear()
 
+    def partition(self) -> None:
+        """Cut the link both ways, for open connections and new ones, until :meth:`heal`."""
+        self._linked.clear()
+
+    def heal(self) -> None:
+        """End a :meth:`partition`: held bytes are delivered, new connections go through."""
+        self._linked.set()
+
+    @property
+    def partitioned(self) -> bool:
+        return not self._linked.is_set()
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        if not self._linked.is_set():  # a partition: the connection goes nowhere, yet
+            waiting = asyncio.current_task()
+            assert waiting is not None
+            self._tasks.add(waiting)
+            try:
+                await self._linked.wait()
+            except asyncio.CancelledError:
+                writer.close()
+                raise
+            finally:
+                self._tasks.discard(waiting)
         try:
             up_reader, up_writer = await asyncio.open_connection(self._host, self._port)
         except OSError:
@@ -76,6 +111,11 @@ class TCPProxy:
                     stalled: asyncio.Event, count: bool) -> None:
         try:
             while (data := await src.read(_CHUNK)) and not stalled.is_set():
+                if self.latency > 0:
+                    await asyncio.sleep(self.latency)
+                await self._linked.wait()
+                if stalled.is_set():
+                    break
                 if count:
                     self.received += len(data)
                 dst.write(data)
