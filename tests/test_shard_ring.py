@@ -8,7 +8,6 @@ Every ``start_shard`` checks that no other replica is working on the shard.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -89,32 +88,15 @@ class Replica:
             del self.owners.owner[shard]
 
 
-async def quiet(clock: FakeClock, client: Client) -> None:
-    """Wait until the tasks woken by the last advance are parked on the clock again.
-
-    Every await of a ring's tasks is a sleep on ``clock`` or a request of
-    ``client``: once no request is in flight and the number of sleepers has
-    held across a few turns of the event loop, each woken task has run until it
-    sleeps again. Counting sleepers alone mistook a request still waiting on a
-    busy API server for quiet, and fake time then ran ahead of it.
-    """
-    last, same = -1, 0
-    while same < 3:
-        await asyncio.sleep(0.01)
-        busy = client.statistics().in_flight > 0
-        same = same + 1 if clock.sleepers == last and not busy else 0
-        last = clock.sleepers
-
-
 async def run_until(clock: FakeClock, client: Client, done: Callable[[], bool], *,
                     limit: float = 120.0, step: float = 1.0) -> float:
     """Advance ``clock`` a ``step`` at a time until ``done()``; the clock time it took."""
     start = clock.monotonic()
-    await quiet(clock, client)
+    await clock.until_parked(client)
     while not done():
         assert clock.monotonic() - start < limit, "the ring did not settle"
         clock.advance(step)
-        await quiet(clock, client)
+        await clock.until_parked(client)
     return clock.monotonic() - start
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from prometheus_client import generate_latest
-from test_shard_ring import quiet, run_until
+from test_shard_ring import run_until
 
 from reconcilekit import Client, Manager, Reconciler, Request, Resource, Result, Sharding
 from reconcilekit.sharding import fnv1a64, shard_of
@@ -140,7 +140,7 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
         ledger.by.clear()
         for ns in orphaned:  # changes in c's former namespaces reach a or b
             await client.patch(CONFIGMAPS, "settings", {"data": {"v": "2"}}, ns)
-        await quiet(clock, client)
+        await clock.until_parked(client)
         await eventually(lambda: {Request(ns, "settings") for ns in orphaned}
                          <= ledger.by.keys())
         assert {w for runs in ledger.by.values() for w in runs} <= {"a", "b"}

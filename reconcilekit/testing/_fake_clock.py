@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
+
+if TYPE_CHECKING:
+    from .._client import Client
 
 __all__ = ["FakeClock"]
 
@@ -81,6 +85,26 @@ class FakeClock:
         """Yield to the event loop a few times so woken tasks get to run."""
         for _ in range(rounds):
             await anyio.lowlevel.checkpoint()
+
+    async def until_parked(self, *clients: Client, turns: int = 3) -> None:
+        """Wait until the tasks the last :meth:`advance` woke are parked on the clock again.
+
+        For code whose every wait is a sleep on this clock or a request of one
+        of ``clients`` (an elector, a shard ring, a controller's retries): it
+        returns once none of the clients has a request in flight and the
+        number of sleepers has held for ``turns`` turns of the event loop (10
+        ms of real time each), so every woken task has run until it sleeps
+        again. Then advancing the clock cannot run ahead of a request still
+        waiting on a busy API server, which counting sleepers alone would (a
+        request in flight looks like quiet). Watches are not requests in
+        flight once their response has begun.
+        """
+        last, same = -1, 0
+        while same < turns:
+            await anyio.sleep(0.01)
+            busy = any(client.statistics().in_flight for client in clients)
+            same = same + 1 if self.sleepers == last and not busy else 0
+            last = self.sleepers
 
     def __repr__(self) -> str:
         return f"FakeClock(monotonic={self._now!r}, sleepers={len(self._sleepers)})"

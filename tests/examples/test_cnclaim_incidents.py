@@ -216,7 +216,11 @@ async def test_bug3_a_lost_claim_never_keeps_naming_its_dead_pod(apiserver: Clus
         second = await idle_pod(apiserver, client, "pool-3", node="node-1")
         assert await eventually(lambda: bound_to(client, ns, "c"),
                                 what="c Bound again") == name_of(second)
-        await anyio.sleep(0.1)  # let the watch catch up with the last writes
+        # The watchdog's own watch holds the claim's whole story once it saw the rebind.
+        async def rebound_seen() -> bool:
+            return watchdog.history["c"][-1][1] == name_of(second)
+
+        await eventually(rebound_seen, what="the watchdog saw c Bound again")
     lost_states = [s for s in watchdog.history["c"] if s[0] == "Lost"]
     assert lost_states, watchdog.history["c"]
     assert all(pod != name_of(first) for _, pod, _ in lost_states), watchdog.history["c"]
