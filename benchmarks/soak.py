@@ -19,6 +19,17 @@ until everything converged:
 Recorded per round: convergence time, the operator's CPU seconds and RSS
 (reported first, warm, a third into the run, and last: growth after warm-up
 is what a leak looks like).
+
+``--fault-every M`` injects a fault from outside every M minutes, in turn
+from ``benchmarks/soak_faults.py``: a partition between the operator and
+kube-apiserver longer than the Lease, seconds of latency per request, etcd
+stopped longer than a watch's timeout, the operator SIGKILLed, kube-apiserver
+SIGKILLed. The operator runs with leader election and reaches kube-apiserver
+through a ``TCPProxy``; a supervisor restarts it after it exits, as a kubelet
+would. A fault round makes its change (scale, Pods deleted) and then the
+fault; convergence is timed from the fault's end. Each WARNING or ERROR line
+of the operator's log is attributed to the fault it fell in (or within a
+minute after), or to none.
 At the end the claim set goes to 0 and the end state is checked clean (no
 claim left, the pool back to its size, nothing Draining). The operator's
 log is counted by level, with its tracebacks: a healthy operator under
@@ -32,20 +43,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import json
 import os
 import random
 import re
-import signal
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
+import yaml
 
 from examples.cnclaim.demo.scenario import POD_TEMPLATE, converged
 from examples.cnclaim.operator import install_crds
@@ -58,7 +71,9 @@ from examples.cnclaim.resources import (
     name_of,
 )
 from reconcilekit import Client, NotFound, Resource
-from reconcilekit.testing import ControlPlane, NodeSimulator
+from reconcilekit.testing import ControlPlane, NodeSimulator, TCPProxy
+
+from .soak_faults import FAULTS, FaultInjector, Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -108,54 +123,76 @@ async def _kill_pods(client: Client, rng: random.Random, count: int) -> list[str
     return [name_of(p) for p in victims]
 
 
-def _log_counts(path: Path) -> dict[str, Any]:
+def _log_counts(path: Path, windows: Sequence[tuple[str, float, float]] = ()
+                ) -> dict[str, Any]:
+    """Lines by level, tracebacks, and each WARNING or ERROR line's fault: the
+    ``(fault, began, ended)`` window (wall-clock seconds) its timestamp falls in."""
     levels: Counter[str] = Counter()
     tracebacks = 0
     loud: list[str] = []
+    by_fault: Counter[str] = Counter()
     for line in path.read_text(errors="replace").splitlines():
         if line.startswith("Traceback (most recent call last)"):
             tracebacks += 1
         m = _LEVEL.match(line)
         if m:
             levels[m.group(1)] += 1
-            if m.group(1) in ("WARNING", "ERROR", "CRITICAL") and len(loud) < 20:
-                loud.append(line[:300])
-    return {"levels": dict(levels), "tracebacks": tracebacks, "loud": loud}
+            if m.group(1) in ("WARNING", "ERROR", "CRITICAL"):
+                cause = _fault_at(line, windows)
+                by_fault[cause] += 1
+                if cause == "none" and len(loud) < 20:
+                    loud.append(line[:300])
+    return {"levels": dict(levels), "tracebacks": tracebacks, "loud_by_fault": dict(by_fault),
+            "loud_outside_faults": loud}
+
+
+def _fault_at(line: str, windows: Sequence[tuple[str, float, float]]) -> str:
+    try:
+        stamp = datetime.datetime.strptime(" ".join(line.split()[:2]), "%Y-%m-%d %H:%M:%S,%f")
+    except ValueError:
+        return "none"
+    at = stamp.timestamp()
+    return next((kind for kind, began, ended in windows if began <= at <= ended), "none")
 
 
 async def soak(assets: str, minutes: float, idle_minutes: float, pool: int, seed: int,
-               kill_max: int, within: float) -> dict[str, Any]:
+               kill_max: int, within: float, fault_every: float) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         log_path = RESULTS / "soak-operator.log"
         RESULTS.mkdir(parents=True, exist_ok=True)
-        async with ControlPlane(assets) as plane:
-            plane.write_kubeconfig(kubeconfig)
+        async with ControlPlane(assets) as plane, \
+                TCPProxy(plane.configuration().host) as proxy:
+            document = plane.kubeconfig(namespace=NS)
+            document["clusters"][0]["cluster"]["server"] = proxy.url
+            kubeconfig.write_text(yaml.safe_dump(document))
             async with Client(plane.configuration()) as client:
                 await install_crds(client)  # and wait until they are Established
                 await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                                  "metadata": {"name": NS}})
                 with log_path.open("w") as log:
-                    proc = await asyncio.create_subprocess_exec(
-                        sys.executable, "-m", "examples.cnclaim", "--kubeconfig",
-                        str(kubeconfig), "--namespace", NS, "--metrics-addr", "127.0.0.1:0",
-                        "--log-level", "INFO", cwd=ROOT, stdout=log, stderr=log)
-                    try:
-                        async with NodeSimulator(client, nodes=5, namespace=NS):
-                            return await _rounds(client, proc.pid, log_path, rng, minutes,
-                                                 idle_minutes, pool, kill_max, within, seed)
-                    finally:
-                        proc.send_signal(signal.SIGTERM)
+                    operator = Supervisor(ROOT, kubeconfig, NS, log)
+                    faults = FaultInjector(plane, proxy, operator)
+                    async with NodeSimulator(client, nodes=5, namespace=NS), \
+                            anyio.create_task_group() as tg:
+                        await tg.start(operator.run)
                         try:
-                            await asyncio.wait_for(proc.wait(), 60)
-                        except TimeoutError:
-                            proc.kill()
+                            result = await _rounds(client, operator, faults, log_path, rng,
+                                                   minutes, idle_minutes, pool, kill_max,
+                                                   within, seed, fault_every)
+                        finally:
+                            await operator.stop()
+                            tg.cancel_scope.cancel()
+                result["operator_starts"] = operator.starts
+                result["operator_exits"] = {str(k): v for k, v in operator.exits.items()}
+                return result
 
 
-async def _rounds(client: Client, pid: int, log_path: Path,
-                  rng: random.Random, minutes: float, idle_minutes: float, pool: int,
-                  kill_max: int, within: float, seed: int) -> dict[str, Any]:
+async def _rounds(client: Client, operator: Supervisor, faults: FaultInjector,
+                  log_path: Path, rng: random.Random, minutes: float, idle_minutes: float,
+                  pool: int, kill_max: int, within: float, seed: int,
+                  fault_every: float) -> dict[str, Any]:
     await client.create(CNPOOLS, {"apiVersion": CNPOOLS.api_version, "kind": "CNPool",
                                   "metadata": {"name": POOL},
                                   "spec": {"replicas": pool, "podTemplate": POD_TEMPLATE}}, NS)
@@ -163,36 +200,56 @@ async def _rounds(client: Client, pid: int, log_path: Path,
         "apiVersion": CNCLAIMSETS.api_version, "kind": "CNClaimSet",
         "metadata": {"name": SET},
         "spec": {"replicas": 0, "template": {"spec": {"poolName": POOL}}}}, NS)
-    await _until_converged(client, 0, pool, within)
+    await _until_converged(client, 0, pool, within + 60)  # the first election included
     idle: dict[str, Any] = {}
     if idle_minutes > 0:
         _progress(f"idle for {idle_minutes:g} minutes")
         before = _log_counts(log_path)
-        cpu0, _ = _proc(pid)
+        cpu0, _ = _proc(operator.pid)
         await anyio.sleep(idle_minutes * 60)
         after = _log_counts(log_path)
-        idle = {"minutes": idle_minutes, "cpu_seconds": _proc(pid)[0] - cpu0,
+        idle = {"minutes": idle_minutes, "cpu_seconds": _proc(operator.pid)[0] - cpu0,
                 "lines": {k: v - before["levels"].get(k, 0)
                           for k, v in after["levels"].items()},
                 "tracebacks": after["tracebacks"] - before["tracebacks"]}
         _progress(f"  idle: {idle}")
     rounds: list[dict[str, Any]] = []
+    injected: list[dict[str, Any]] = []
     started = time.monotonic()
-    first_rss = None
+    wall_offset = time.time() - started
+    next_fault = started + fault_every * 60 if fault_every > 0 else float("inf")
     while time.monotonic() - started < minutes * 60:
         replicas = rng.randint(0, 2 * pool)
         kills = rng.randint(0, kill_max)
+        pid = operator.pid
         cpu0, _ = _proc(pid)
         t0 = time.monotonic()
         await client.patch(CNCLAIMSETS, SET, {"spec": {"replicas": replicas}}, NS)
         killed = await _kill_pods(client, rng, kills)
-        await _until_converged(client, replicas, pool, within)
+        fault: dict[str, Any] | None = None
+        if time.monotonic() >= next_fault:
+            kind = FAULTS[len(injected) % len(FAULTS)]
+            _progress(f"  fault {len(injected) + 1}: {kind}")
+            fault = await faults.inject(kind)
+            injected.append(fault)
+            next_fault += fault_every * 60
+            t0 = fault["ended"]
+        try:
+            await _until_converged(client, replicas, pool, within)
+        except TimeoutError as err:
+            raise TimeoutError(f"round {len(rounds) + 1}"
+                               + (f" after the fault {fault['fault']}" if fault else "")
+                               + f": {err}") from None
         seconds = time.monotonic() - t0
-        cpu, rss = _proc(pid)
-        first_rss = first_rss or rss
+        restarted = operator.pid != pid
+        cpu, rss = _proc(operator.pid)
         rounds.append({"at": time.monotonic() - started, "replicas": replicas,
-                       "killed": len(killed), "seconds": seconds, "cpu": cpu - cpu0,
-                       "rss_mib": rss})
+                       "killed": len(killed), "seconds": seconds,
+                       "cpu": None if restarted else cpu - cpu0, "rss_mib": rss,
+                       "pid": operator.pid, "fault": fault["fault"] if fault else None})
+        if fault:
+            fault["converged_seconds"] = seconds
+            _progress(f"    converged {seconds:.1f} s after it ended")
         if len(rounds) % 10 == 0:
             _progress(f"  round {len(rounds)} at {rounds[-1]['at'] / 60:.1f} min: "
                       f"{replicas} claims, {len(killed)} Pods killed, converged in "
@@ -202,15 +259,22 @@ async def _rounds(client: Client, pid: int, log_path: Path,
     left = (await client.list(CNCLAIMS, NS)).get("items") or []
     if left:
         raise AssertionError(f"{len(left)} claims left after scaling to 0")
-    times = sorted(r["seconds"] for r in rounds)
+    times = sorted(r["seconds"] for r in rounds if not r["fault"])
     p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
+    cpus = [r["cpu"] for r in rounds if r["cpu"] is not None]
+    windows = [(f["fault"], f["began"] + wall_offset, f["ended"] + wall_offset + 60)
+               for f in injected]
     return {"seed": seed, "minutes": minutes, "pool": pool, "rounds": rounds,
+            "fault_every": fault_every,
+            "faults": [{k: v for k, v in f.items() if k not in ("began", "ended")}
+                       | {"at_minute": round((f["began"] - started) / 60, 1),
+                          "lasted": round(f["ended"] - f["began"], 1)} for f in injected],
             "idle": idle, "end_state_seconds": end_seconds,
             "converge_median": statistics.median(times), "converge_p95": p95,
-            "converge_max": times[-1], "cpu_per_round_median": statistics.median(
-                r["cpu"] for r in rounds), "rss_first": rounds[0]["rss_mib"],
+            "converge_max": times[-1], "cpu_per_round_median": statistics.median(cpus),
+            "rss_first": rounds[0]["rss_mib"],
             "rss_warm": _warm_rss(rounds), "rss_last": rounds[-1]["rss_mib"],
-            "log": _log_counts(log_path)}
+            "log": _log_counts(log_path, windows)}
 
 
 def _warm_rss(rounds: list[dict[str, Any]]) -> float:
@@ -250,6 +314,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="at most this many Pods deleted per round (default 3)")
     parser.add_argument("--within", type=float, default=180.0,
                         help="a round that does not converge in this many seconds fails")
+    parser.add_argument("--fault-every", type=float, default=0.0, metavar="MINUTES",
+                        help="inject a fault from outside every MINUTES (default: none)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--assets", metavar="DIR",
                         default=os.environ.get("RECONCILEKIT_TEST_ASSETS"))
@@ -260,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     _progress(f"soak: {args.minutes:g} minutes, pool {args.pool}, seed {seed}")
     result = asyncio.run(soak(args.assets, args.minutes, args.idle_minutes, args.pool, seed,
-                              args.kill_max, args.within))
+                              args.kill_max, args.within, args.fault_every))
     (RESULTS / "soak.json").write_text(json.dumps(result, indent=1))
     log = result["log"]
     print(f"rounds {len(result['rounds'])}; converged median {result['converge_median']:.1f} s, "
@@ -269,9 +335,14 @@ def main(argv: list[str] | None = None) -> None:
           f"{result['rss_first']:.0f} MiB, warm {result['rss_warm']:.0f} MiB, last "
           f"{result['rss_last']:.0f} MiB; log lines "
           f"{log['levels']}, tracebacks {log['tracebacks']}; end state clean in "
-          f"{result['end_state_seconds']:.1f} s; idle {result['idle'] or '-'}")
-    for line in log["loud"]:
-        print("  " + line)
+          f"{result['end_state_seconds']:.1f} s; idle {result['idle'] or '-'}; "
+          f"operator starts {result['operator_starts']}, exits {result['operator_exits']}")
+    for fault in result["faults"]:
+        print(f"  fault at {fault['at_minute']} min: {fault['fault']} ({fault['lasted']} s), "
+              f"converged {fault['converged_seconds']:.1f} s after")
+    print(f"  WARNING/ERROR lines by fault: {log['loud_by_fault']}")
+    for line in log["loud_outside_faults"]:
+        print("  outside any fault: " + line)
     if not args.no_plot:
         _plot(result, ROOT / "docs" / "soak.png")
 
