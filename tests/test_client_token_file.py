@@ -165,7 +165,7 @@ def test_in_cluster_configuration_names_what_is_missing(
         Client.in_cluster()
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    with pytest.raises(ValueError, match="/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"):
+    with pytest.raises(ValueError, match=r"/var/run/secrets/kubernetes\.io/serviceaccount/ca\.crt"):
         Client.in_cluster()
     ca = tmp_path / "ca.crt"
     ca.write_text("")
