@@ -191,15 +191,20 @@ async def test_etcd_paused_longer_than_the_watch_timeout_loses_nothing(
           sep="\n  ")
 
 
-async def restart_etcd(plane: ControlPlane, down: float) -> None:
-    """SIGKILL etcd, and after ``down`` seconds start it again with the same flags (ports,
-    data directory), waiting until it is healthy. ControlPlane.restart cannot restart etcd
-    (its ports are chosen at start); this reuses the killed process's own command line."""
+def kill_etcd(plane: ControlPlane) -> list[str]:
+    """SIGKILL etcd; returns its command line, for :func:`start_etcd`. (ControlPlane.restart
+    cannot restart etcd, whose ports are chosen at start: this reuses the killed
+    process's own command line, same ports and data directory.)"""
     old = plane._component("etcd")
     command = [str(arg) for arg in old.process.args]  # type: ignore[union-attr]
     plane.kill("etcd")
     plane._components.remove(old)
-    await anyio.sleep(down)
+    return command
+
+
+async def start_etcd(plane: ControlPlane, command: list[str]) -> None:
+    """Start etcd again as ``command`` (ControlPlane.stop will stop it); wait until it is
+    healthy."""
     new = plane._spawn("etcd", command[1:])
     with anyio.fail_after(30):
         while not await anyio.to_thread.run_sync(plane._etcd_healthy):
@@ -213,7 +218,8 @@ async def test_etcd_killed_and_started_again_on_its_data_loses_nothing(
     directory after longer than the informers' watch timeout; objects written before, and
     right after it is back.
 
-    Must hold: after etcd is back every store ends equal to a fresh list (no object lost,
+    Must hold: while etcd is down the informers keep opening watches (or retry, with
+    backoff); after etcd is back every store ends equal to a fresh list (no object lost,
     none stale, none extra); every informer is watching again with no error, having
     resumed or relisted as kube-apiserver answered; the framework's log is a few lines,
     each one line (no traceback).
@@ -223,7 +229,15 @@ async def test_etcd_killed_and_started_again_on_its_data_loses_nothing(
         await write_batch(client, "before", 8)
         await converged(client, informers)
         begun = anyio.current_time()
-        await restart_etcd(plane, down=OUTAGE)
+        command = kill_etcd(plane)
+        try:
+            down = watches(informers)
+            await eventually(lambda: all(now >= before + 2 for before, now in zip(
+                down, watches(informers), strict=True)), within=60,
+                what="watches opened while etcd is down")
+            await anyio.sleep(begun + OUTAGE - anyio.current_time())  # the fault lasts
+        finally:
+            await start_etcd(plane, command)
         outage = anyio.current_time() - begun
         back = watches(informers)
         await write_batch(client, "after", 8)

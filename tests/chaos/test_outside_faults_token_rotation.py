@@ -198,6 +198,10 @@ async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
     rejected = sum(n for (verb, resource), n in stats.errors.items())
     assert rejected <= 1, f"more than one request refused: {stats.errors}"
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    reopened = [i.watchers[0].statistics().watches - n
+                for i, n in zip(informers, opened, strict=True)]
+    print(f"\n{len(written)} writes ({len(written_after_revocation)} after the revocation), "
+          f"requests refused with 401: {rejected}; watches opened after it: {reopened}")
 
 
 async def converged(admin: Client, ns: str, informers: tuple[Informer, ...]) -> None:
