@@ -110,9 +110,18 @@ class Client:
         return cls(await load_kubeconfig(path, context), **options)
 
     @classmethod
-    def in_cluster(cls, **options: Unpack[ClientOptions]) -> Client:
-        """A client for the cluster this pod runs in, as its service account."""
-        return cls(load_in_cluster(), **options)
+    def in_cluster(cls, *, token_file: str | os.PathLike[str] | None = None,
+                   ca_file: str | os.PathLike[str] | None = None, host: str | None = None,
+                   **options: Unpack[ClientOptions]) -> Client:
+        """A client for the cluster this pod runs in, as its service account.
+
+        The token is read again as the kubelet rotates it (a request the
+        server rejects with 401 is sent once more when the file then holds
+        another token). ``token_file``, ``ca_file`` and ``host`` replace the
+        kubelet's paths and ``$KUBERNETES_SERVICE_HOST``/``_PORT`` (a token
+        mounted elsewhere, a test): see ``load_in_cluster``."""
+        return cls(load_in_cluster(token_file=token_file, ca_file=ca_file, host=host),
+                   **options)
 
     @classmethod
     async def from_environment(cls, **options: Unpack[ClientOptions]) -> Client:

@@ -15,7 +15,11 @@ exempts the host. ``.netrc`` is not consulted (no Kubernetes client does).
 
 The bearer token is asked of the configuration for every request: in-cluster
 and exec-plugin configurations install a hook that refreshes it, and the hook
-only does work when the token is due.
+only does work when the token is due. A configuration whose token comes from
+a rotated file (:func:`reconcilekit._client_config.load_in_cluster`) also has
+its 401s handled: the file is read again and, if it now holds another token,
+the request (any verb: a 401 is answered before anything is done) is sent
+once more with it; the rejected attempt is counted as an error and a retry.
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from ._client_config import token_file_of
 from ._client_retry import RetryPolicy
 from ._clock import Clock
 from ._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    Unauthorized,
     describe_error,
     error_from_response,
 )
@@ -147,7 +153,8 @@ class Transport:
     Guarantees:
       * every request other than :meth:`open_stream` ends within ``timeout``
         seconds per attempt, and is sent at most ``retry.max_retries + 1``
-        times; retries follow :class:`RetryPolicy` and wait on ``clock``;
+        times (one more after a 401 when the token file then holds another
+        token); retries follow :class:`RetryPolicy` and wait on ``clock``;
       * a non-2xx answer raises the :class:`APIError` subclass of its Status;
         no answer raises :class:`APIConnectionError` (:class:`APITimeoutError`
         after a timeout); aiohttp's own exceptions never escape :meth:`request`;
@@ -175,6 +182,7 @@ class Transport:
         self._retries: Counter[tuple[str, str]] = Counter()
         self._in_flight = 0
         self._observers: list[Callable[[RequestRecord], None]] = []
+        self._token_file = token_file_of(configuration)
 
     # -- session ----------------------------------------------------------------------------
 
@@ -195,6 +203,17 @@ class Transport:
         if content_type:
             headers["Content-Type"] = content_type
         return headers
+
+    def _token_changed(self, error: Exception, headers: Mapping[str, str]) -> bool:
+        """After a 401: True if the token file now holds another token than was sent."""
+        if self._token_file is None or not isinstance(error, Unauthorized):
+            return False
+        sent = headers.get("Authorization", "").removeprefix("Bearer ")
+        if not self._token_file.refresh_after_rejection(sent):
+            return False
+        log.info("the server rejected the service-account token (401); sending again with "
+                 "the token read again from %s", self._token_file.path)
+        return True
 
     async def close(self) -> None:
         """Close the session; further requests raise RuntimeError. Idempotent."""
@@ -248,13 +267,14 @@ class Transport:
             content_type = "application/json"
         url = self.host + path
         retry = 0
+        reauthenticated = False
         while True:
             start = self._clock.monotonic()
             status: int | None = None
             error: Exception
+            sent = await self._headers(content_type, accept)
             try:
-                status, raw, headers = await self._send(method, url, query, data, content_type,
-                                                        accept)
+                status, raw, headers = await self._send(method, url, query, data, sent)
             except APIConnectionError as err:
                 error = err
             else:
@@ -262,6 +282,10 @@ class Transport:
                     self._record(labels, method, status, start, False, False)
                     return _decode(status, raw)
                 error = error_from_response(status, raw, headers)
+            if not reauthenticated and self._token_changed(error, sent):
+                reauthenticated = True  # once per request: the token read again, sent now
+                self._record(labels, method, status, start, True, True)
+                continue
             delay = None if _is_tls(error) else self._retry.delay(
                 method, error, retry, self._random.random())
             self._record(labels, method, status, start, True, delay is not None)
@@ -276,10 +300,8 @@ class Transport:
             await self._clock.sleep(delay)
 
     async def _send(self, method: str, url: str, query: dict[str, str], data: bytes | None,
-                    content_type: str | None, accept: str | None
-                    ) -> tuple[int, bytes, Mapping[str, str]]:
+                    headers: Mapping[str, str]) -> tuple[int, bytes, Mapping[str, str]]:
         session, extra = self._session()
-        headers = await self._headers(content_type, accept)
         self._in_flight += 1
         try:
             async with session.request(method, url, params=query, data=data, headers=headers,
@@ -310,18 +332,26 @@ class Transport:
         labels = request_labels("GET", path, params)
         url = self.host + path
         session, extra = self._session()
-        headers = await self._headers(None, accept)
         stream_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
                                                sock_read=inactivity_timeout)
-        start = self._clock.monotonic()
-        self._in_flight += 1
-        try:
-            resp = await self._open(session, url, params, headers, stream_timeout, extra,
-                                    labels, start)
-        finally:
-            self._in_flight -= 1
-        self._record(labels, "GET", resp.status, start, False, False)
-        return resp
+        reauthenticated = False
+        while True:
+            headers = await self._headers(None, accept)
+            start = self._clock.monotonic()
+            self._in_flight += 1
+            try:
+                resp = await self._open(session, url, params, headers, stream_timeout, extra,
+                                        labels, start)
+            except Unauthorized as err:
+                if reauthenticated or not self._token_changed(err, headers):
+                    raise
+                reauthenticated = True  # once: the token read again, the stream opened again
+                self._retries[labels] += 1
+                continue
+            finally:
+                self._in_flight -= 1
+            self._record(labels, "GET", resp.status, start, False, False)
+            return resp
 
 
     async def _open(self, session: aiohttp.ClientSession, url: str, params: Params | None,

@@ -212,6 +212,23 @@ class APIServer:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
         return write_kubeconfig(self.kubeconfig(namespace=namespace), path)
 
+    # -- credentials ------------------------------------------------------------------------
+
+    def add_token(self, token: str, user: str) -> None:
+        """Accept the bearer ``token`` as ``user`` from now on (a credential issued)."""
+        if not token or token != token.strip():
+            raise ValueError("a bearer token must be non-empty, without surrounding spaces")
+        self._tokens[token] = user
+
+    def revoke_token(self, token: str) -> None:
+        """Answer 401 to ``token`` from now on (a credential revoked, as deleting the Secret
+        a service-account token is bound to revokes it). As on kube-apiserver, a request
+        already authenticated (an open watch) goes on. The admin token cannot be revoked."""
+        if token == self.token:
+            raise ValueError("the server's own admin token cannot be revoked")
+        if self._tokens.pop(token, None) is None:
+            raise ValueError("no such token")
+
     # -- introspection for tests ----------------------------------------------------------
 
     def request_count(self, verb: str | None = None, resource: str | None = None) -> int:

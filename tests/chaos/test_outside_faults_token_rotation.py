@@ -1,0 +1,216 @@
+"""Faults from outside, on kube-apiserver: the service-account token rotated, the old one revoked.
+
+An operator runs as a ServiceAccount, configured as in a Pod
+(``Client.in_cluster``, pointed at this test's token file, CA and server),
+with informers and a stream of writes. Then the kubelet's rotation is played:
+a new token (from the TokenRequest API, bound to another Secret) is written
+into the token volume by an atomic ``..data`` swap, and the Secret the old
+token is bound to is deleted, which makes kube-apiserver refuse the old
+token from then on.
+
+Needs kube-apiserver (the in-process server serves no TokenRequest; the
+client's side is tested in-process in ``tests/test_client_token_file.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from kubernetes_asyncio.client import Configuration
+
+from reconcilekit import APIConnectionError, APIError, Client, Resource
+from reconcilekit.lowlevel import Informer
+from reconcilekit.testing import Cluster, eventually
+
+pytestmark = pytest.mark.timeout(120)
+
+CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
+SECRETS = Resource("", "v1", "Secret", "secrets")
+SERVICE_ACCOUNTS = Resource("", "v1", "ServiceAccount", "serviceaccounts")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "Role", "roles")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings")
+SA = "operator"
+LIVENESS = 4.0  # the informers' watches last 2 to 3 s: several are opened after the revocation
+Obj = dict[str, Any]
+
+
+def write_like_the_kubelet(volume: Path, token: str) -> Path:
+    """Write ``token`` into ``volume`` as the kubelet's atomic writer does (a new
+    timestamped directory, ``..data`` swapped to it by a rename, ``token`` a link into
+    ``..data``); returns the token file's path. (The same as in
+    tests/test_client_token_file.py: test modules do not import each other.)"""
+    fresh = volume / f"..{secrets.token_hex(4)}"
+    fresh.mkdir()
+    (fresh / "token").write_text(token)
+    (volume / "..data_tmp").symlink_to(fresh.name)
+    os.replace(volume / "..data_tmp", volume / "..data")
+    link = volume / "token"
+    if not link.is_symlink():
+        link.symlink_to("..data/token")
+    return link
+
+
+async def grant(admin: Client, ns: str) -> None:
+    """The ServiceAccount, and what it may do in ``ns``: ConfigMaps and Secrets."""
+    await admin.create(SERVICE_ACCOUNTS, {"metadata": {"name": SA}}, ns)
+    await admin.create(ROLES, {"metadata": {"name": SA}, "rules": [{
+        "apiGroups": [""], "resources": ["configmaps", "secrets"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]}, ns)
+    await admin.create(ROLE_BINDINGS, {
+        "metadata": {"name": SA},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SA},
+        "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": ns}]}, ns)
+
+
+async def bound_token(admin: Client, ns: str, secret: str) -> str:
+    """A token for the ServiceAccount bound to a new Secret ``secret``: deleting the Secret
+    revokes the token (kube-apiserver looks the bound object up on every request)."""
+    created = await admin.create(SECRETS, {"metadata": {"name": secret}}, ns)
+    review = await admin.request(
+        "POST", SERVICE_ACCOUNTS.path(ns, SA) + "/token", body={
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600, "boundObjectRef": {
+                "apiVersion": "v1", "kind": "Secret", "name": secret,
+                "uid": created["metadata"]["uid"]}}})
+    return str(review["status"]["token"])
+
+
+async def answers(host: str, ca: str, token: str) -> int:
+    """The status kube-apiserver answers a request carrying ``token``."""
+    cfg = Configuration(host=host)
+    cfg.ssl_ca_cert = ca
+    cfg.api_key = {"BearerToken": token}
+    cfg.api_key_prefix = {"BearerToken": "Bearer"}
+    async with Client(cfg) as probe:
+        try:
+            await probe.request("GET", "/api")
+        except APIError as err:
+            return err.status
+    return 200
+
+
+async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
+        apiserver: Cluster, client: Client, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Guarantees, on kube-apiserver, when the kubelet writes a new token (bound to another
+    Secret) and the old one is revoked (its Secret deleted) while an operator lists,
+    watches and writes:
+
+    * the requests after the swap carry the new token (the old one is refused with 401
+      from the revocation on, and every request after it succeeds), and the client's
+      configuration holds it;
+    * no write fails and none is lost: the writes all happened, once; at most one
+      request is answered 401 (sent before the swap, answered after the revocation),
+      and it is sent once more with the new token;
+    * the informers keep watching: watches opened after the revocation (with the new
+      token) deliver the writes made after it, and each store ends equal to a fresh list;
+    * nothing is logged at WARNING or above.
+    """
+    if apiserver.in_process:
+        pytest.skip("the in-process server serves no TokenRequest and has no bound tokens; "
+                    "the client's side is in tests/test_client_token_file.py")
+    ns = apiserver.namespace
+    await grant(client, ns)
+    old = await bound_token(client, ns, "token-old")
+    host = str(apiserver.configuration.host)
+    ca = str(apiserver.configuration.ssl_ca_cert)
+    volume = tmp_path / "serviceaccount"
+    volume.mkdir()
+    token_file = write_like_the_kubelet(volume, old)
+    caplog.set_level(logging.INFO, "reconcilekit")
+    written: list[str] = []
+    failures: list[str] = []
+    revoked = anyio.Event()
+    written_after_revocation: list[str] = []
+
+    stop_writing, writer_done = anyio.Event(), anyio.Event()
+
+    async def writer(operator: Client) -> None:
+        n = 0
+        while not stop_writing.is_set():
+            name = f"cm-{n}"
+            try:
+                await operator.create(CONFIGMAPS, {"metadata": {"name": name},
+                                                   "data": {"n": str(n)}}, ns)
+            except (APIError, APIConnectionError) as err:
+                failures.append(f"{name}: {err}")
+            else:
+                written.append(name)
+                if revoked.is_set():
+                    written_after_revocation.append(name)
+            n += 1
+            await anyio.sleep(0.02)
+        writer_done.set()
+
+    async with Client.in_cluster(token_file=token_file, ca_file=ca, host=host) as operator:
+        configmaps = Informer(operator, CONFIGMAPS, namespace=ns, liveness_timeout=LIVENESS)
+        secrets_ = Informer(operator, SECRETS, namespace=ns, liveness_timeout=LIVENESS)
+        informers = (configmaps, secrets_)
+        async with anyio.create_task_group() as tg:
+            for informer in informers:
+                tg.start_soon(informer.run)
+            for informer in informers:
+                with anyio.fail_after(30):
+                    await informer.synced.wait()
+            tg.start_soon(writer, operator)
+            await eventually(lambda: len(written) >= 10, within=30, what="writes")
+
+            new = await bound_token(client, ns, "token-new")
+            write_like_the_kubelet(volume, new)  # the kubelet's rotation...
+            await client.delete(SECRETS, "token-old", ns)  # ...and the old token revoked
+
+            async def old_refused() -> bool:
+                return await answers(host, ca, old) == 401
+
+            await eventually(old_refused, within=30, interval=0.1,
+                             what="the old token refused")
+            assert await answers(host, ca, new) == 200
+            revoked.set()
+            opened = [i.watchers[0].statistics().watches for i in informers]
+
+            # every informer opens watches with the new token and goes on delivering
+            await eventually(lambda: all(
+                i.watchers[0].statistics().watches >= n + 2 and i.statistics().watching
+                for i, n in zip(informers, opened, strict=True)), within=30,
+                what="watches opened again after the revocation")
+            await eventually(lambda: len(written_after_revocation) >= 10, within=30,
+                             what="writes after the revocation")
+            stop_writing.set()
+            with anyio.fail_after(30):
+                await writer_done.wait()
+            await converged(client, ns, informers)
+            tg.cancel_scope.cancel()
+            # after the swap the configuration holds the new token
+            assert operator.configuration.api_key["BearerToken"] == new
+            stats = operator.statistics()
+
+    assert failures == []
+    listed = await client.list_all(CONFIGMAPS, ns)
+    names = sorted(o["metadata"]["name"] for o in listed["items"]
+                   if o["metadata"]["name"].startswith("cm-"))
+    assert names == sorted(written)  # every write happened, once
+    rejected = sum(n for (verb, resource), n in stats.errors.items())
+    assert rejected <= 1, f"more than one request refused: {stats.errors}"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    reopened = [i.watchers[0].statistics().watches - n
+                for i, n in zip(informers, opened, strict=True)]
+    print(f"\n{len(written)} writes ({len(written_after_revocation)} after the revocation), "
+          f"requests refused with 401: {rejected}; watches opened after it: {reopened}")
+
+
+async def converged(admin: Client, ns: str, informers: tuple[Informer, ...]) -> None:
+    """Each informer's store ends holding exactly a fresh list's objects, at their
+    resourceVersions (compared after the writes stopped)."""
+    for informer in informers:
+        truth = await admin.list_all(informer.resource, ns)
+        want = {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                for o in truth["items"]}
+        await eventually(lambda i=informer, w=want: {  # type: ignore[misc]
+            (o["metadata"]["name"], o["metadata"]["resourceVersion"]) for o in i.store.list()
+        } == w, within=30, what=f"{informer.resource} store equal to a fresh list")
