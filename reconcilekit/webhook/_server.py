@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -70,6 +71,7 @@ from ._hooks import (
     default_name,
     default_path,
 )
+from ._tls_handshakes import abort_handshakes
 
 __all__ = ["WebhookServer"]
 
@@ -248,9 +250,9 @@ class WebhookServer:
             app.router.add_post(CONVERT_PATH, self._convert)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, ssl_context=self._context,
+                           reuse_address=True)
         try:
-            site = web.TCPSite(runner, self.host, self.port, ssl_context=self._context,
-                               reuse_address=True)
             try:
                 await site.start()
             except OSError as err:
@@ -270,7 +272,10 @@ class WebhookServer:
         finally:
             self.serving = False
             with anyio.CancelScope(shield=True):
+                server = getattr(site, "_server", None)
                 await runner.cleanup()
+                if abort_handshakes(server):
+                    await anyio.lowlevel.checkpoint()  # the cancelled handshakes close
 
     def _admission_handler(self, hook: Hook) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handle(request: web.Request) -> web.Response:
