@@ -15,8 +15,9 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import aiohttp
 import anyio
 import orjson
 import yaml
@@ -24,9 +25,6 @@ from multidict import CIMultiDict
 
 from ._namespace_release import RemovalTiming, remove_namespace
 from .apiserver import APIServer, Faults
-
-if TYPE_CHECKING:
-    from ._namespace_reaper import NamespaceReaper
 
 __all__ = ["Cluster", "HTTPResult", "NamespaceNotRemoved"]
 
@@ -40,6 +38,17 @@ TEST_ANNOTATION = "testing.reconcilekit.dev/test"
 
 class NamespaceNotRemoved(AssertionError):
     """A test namespace still there after the timeout; the message names what holds it."""
+
+
+class NamespaceSink(Protocol):
+    """Takes deleted test namespaces to wait for in the background (a :class:`NamespaceReaper`)."""
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels a namespace handed over must carry."""
+
+    def submit(self, namespace: str, owner: str) -> None:
+        """Wait for ``namespace``, deleted already, to go; report it for ``owner`` if not."""
 
 
 class HTTPResult:
@@ -60,8 +69,12 @@ class Cluster:
     """A kubernetes-asyncio configuration plus what tests need around it."""
 
     def __init__(self, configuration: Any, *, namespace: str = "default",
-                 server: APIServer | None = None, kubeconfig_path: Path | None = None) -> None:
+                 server: APIServer | None = None, kubeconfig_path: Path | None = None,
+                 trust_env: bool = True) -> None:
+        """``trust_env=False``: the proxy variables of the environment are ignored (a
+        client working in the background must not follow a test's ``HTTPS_PROXY``)."""
         self.configuration = configuration
+        self.trust_env = trust_env
         self.namespace = namespace
         self.server = server
         self.kubeconfig_path = kubeconfig_path
@@ -96,6 +109,12 @@ class Cluster:
     async def _client(self) -> Any:
         if self._api is None:
             self._api = self.api_client()
+            if not self.trust_env:  # kubernetes-asyncio's session always trusts it
+                rest = self._api.rest_client
+                connector = rest.pool_manager.connector
+                rest.pool_manager.detach()
+                rest.pool_manager = aiohttp.ClientSession(connector=connector,
+                                                          trust_env=False)
         return self._api
 
     async def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -225,7 +244,7 @@ class Cluster:
 @asynccontextmanager
 async def open_cluster(kubeconfig: str | Path | None = None, *,
                        configuration: Any = None, test: str = "",
-                       reaper: NamespaceReaper | None = None,
+                       reaper: NamespaceSink | None = None,
                        delete_at_end: Callable[[str], None] | None = None,
                        timing: RemovalTiming | None = None) -> AsyncIterator[Cluster]:
     """The in-process server, or a real API server in a fresh namespace of the test's own.
@@ -294,7 +313,7 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
             await cluster.close()
 
 
-async def _delete_namespace(cluster: Cluster, reaper: NamespaceReaper | None,
+async def _delete_namespace(cluster: Cluster, reaper: NamespaceSink | None,
                             test: str, timing: RemovalTiming) -> None:
     namespace = cluster.namespace
     deleted = await cluster.request("DELETE", f"/api/v1/namespaces/{namespace}")
@@ -305,18 +324,25 @@ async def _delete_namespace(cluster: Cluster, reaper: NamespaceReaper | None,
         reaper.submit(namespace, test or namespace)
         return
 
-    async def gone(seconds: float) -> bool:
+    path = f"/api/v1/namespaces/{namespace}"
+
+    async def observe(seconds: float) -> dict[str, Any] | None:
+        seen: dict[str, Any] | None = None
         with anyio.move_on_after(seconds):
             while True:  # polling the API server: nothing in this process can signal it
-                if (await cluster.request("GET", f"/api/v1/namespaces/{namespace}")
-                        ).status == 404:
-                    return True
+                got = await cluster.request("GET", path)
+                if got.status == 404:
+                    return None
+                seen = got.body
                 await anyio.sleep(0.1)
-        return (await cluster.request("GET", f"/api/v1/namespaces/{namespace}")).status == 404
+        if seen is None:
+            got = await cluster.request("GET", path)
+            return None if got.status == 404 else dict(got.body)
+        return seen
 
-    message = await remove_namespace(cluster, namespace, gone, timing, owner=test)
-    if message is not None:
-        raise NamespaceNotRemoved(message)
+    removal = await remove_namespace(cluster, namespace, observe, timing, owner=test)
+    if removal.message is not None:
+        raise NamespaceNotRemoved(removal.message)
 
 
 async def delete_objects(cluster: Cluster, paths: list[str], within: float = 60.0) -> list[str]:

@@ -15,10 +15,8 @@ whose discovery fails (an aggregated API whose backend is down) is named in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ._cluster import Cluster
+from ._requests import Requests
 
 __all__ = ["ServedResource", "Served", "served_resources"]
 
@@ -52,7 +50,7 @@ class Served:
     failed: dict[str, str] = field(default_factory=dict)
 
 
-async def served_resources(cluster: Cluster) -> Served:
+async def served_resources(cluster: Requests) -> Served:
     """Every resource the cluster serves in ``v1`` and each group's preferred version."""
     served = Served()
     versions = ["v1"]

@@ -21,14 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import anyio
 
 from ._discovery import served_resources
-
-if TYPE_CHECKING:
-    from ._cluster import Cluster
+from ._requests import Requests
 
 __all__ = ["Leftover", "Snapshot", "RunWindow", "leftovers", "settled_leftovers", "snapshot"]
 
@@ -72,7 +69,7 @@ class Leftover:
                 f"{made}{state})")
 
 
-async def snapshot(cluster: Cluster) -> Snapshot:
+async def snapshot(cluster: Requests) -> Snapshot:
     """Every cluster-scoped object the cluster serves a list of."""
     served = await served_resources(cluster)
     shot = Snapshot(failed=dict(served.failed))
@@ -93,7 +90,7 @@ async def snapshot(cluster: Cluster) -> Snapshot:
     return shot
 
 
-async def settled_leftovers(cluster: Cluster, before: Snapshot, windows: list[RunWindow], *,
+async def settled_leftovers(cluster: Requests, before: Snapshot, windows: list[RunWindow], *,
                             stuck: frozenset[str] = frozenset(), within: float = 30.0
                             ) -> tuple[list[Leftover], Snapshot]:
     """:func:`leftovers` now, or, while some are being deleted (a namespace a test

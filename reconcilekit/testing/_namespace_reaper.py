@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ._cluster import Cluster
-from ._namespace_release import RemovalTiming, remove_namespace
+from ._namespace_release import Removal, RemovalTiming, remove_namespace
 
-__all__ = ["SESSION_LABEL", "Failure", "NamespaceReaper"]
+__all__ = ["SESSION_LABEL", "Failure", "NamespaceReaper", "RemovalStatistics"]
 
 SESSION_LABEL = "testing.reconcilekit.dev/session"
 POLL_SECONDS = 0.5
@@ -45,6 +45,26 @@ class Failure:
     namespace: str
     owner: str
     message: str
+
+
+@dataclass
+class RemovalStatistics:
+    """How the namespaces went: how many, how many needed releasing, the longest wait."""
+
+    removed: int = 0
+    released: int = 0
+    held: int = 0
+    longest: float = 0.0
+
+    def add(self, removal: Removal) -> None:
+        self.removed += removal.message is None
+        self.held += removal.message is not None
+        self.released += removal.releases > 0 and removal.message is None
+        self.longest = max(self.longest, removal.seconds)
+
+    def __str__(self) -> str:
+        return (f"{self.removed} test namespaces removed ({self.released} released from "
+                f"what held them), {self.held} held; the longest took {self.longest:.1f}s")
 
 
 class NamespaceReaper:
@@ -63,6 +83,8 @@ class NamespaceReaper:
         self._cluster: Cluster | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._gone: dict[str, asyncio.Event] = {}
+        self._seen: dict[str, dict[str, Any]] = {}
+        self.statistics = RemovalStatistics()
         self._poller: asyncio.Task[None] | None = None
         self._thread.start()
 
@@ -111,7 +133,7 @@ class NamespaceReaper:
     def cluster(self) -> Cluster:
         """The reaper's own client for the cluster (use on the reaper's loop only)."""
         if self._cluster is None:
-            self._cluster = Cluster(self._configuration)
+            self._cluster = Cluster(self._configuration, trust_env=False)
         return self._cluster
 
     # -- on the reaper's loop -------------------------------------------------------------
@@ -127,19 +149,22 @@ class NamespaceReaper:
     async def _reap(self, namespace: str, owner: str) -> None:
         event = self._gone[namespace]
 
-        async def gone(seconds: float) -> bool:
+        async def observe(seconds: float) -> dict[str, Any] | None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), seconds)
-            return event.is_set()
+            return None if event.is_set() else self._seen.get(namespace, {})
 
         try:
-            message = await remove_namespace(self.cluster(), namespace, gone, self.timing,
+            removal = await remove_namespace(self.cluster(), namespace, observe, self.timing,
                                              owner=owner)
+            message = removal.message
+            self.statistics.add(removal)
         except Exception as e:  # the cluster went away: still the owner's failure
             message = (f"namespace {namespace} (made for {owner}) could not be waited for: "
                        f"{type(e).__name__}: {e}")
         finally:
             self._gone.pop(namespace, None)
+            self._seen.pop(namespace, None)
         if message is not None:
             self._stuck.add(namespace)
             self._failures.put(Failure(namespace, owner, message))
@@ -153,9 +178,11 @@ class NamespaceReaper:
             except Exception:  # retried; a lasting outage ends in the timeout
                 listed = None
             if listed is not None and listed.status == 200:
-                present = {i["metadata"]["name"] for i in listed.body.get("items") or ()}
+                present = {i["metadata"]["name"]: i for i in listed.body.get("items") or ()}
                 for name, event in list(self._gone.items()):
-                    if name not in present:
+                    if name in present:
+                        self._seen[name] = present[name]
+                    else:
                         event.set()
             await asyncio.sleep(POLL_SECONDS)
 

@@ -6,14 +6,15 @@ it deletes every object in it and removes the namespace once they are gone
 the namespace held). An object whose finalizer nobody removes holds the
 namespace Terminating for ever: a custom resource whose operator stopped
 with the test, a Pod bound to a node when no kubelet runs. So once a deleted
-namespace has lingered ``release_after`` seconds, :func:`release_namespace`
-removes the finalizers of every object still in it (every namespaced
+namespace has lingered ``release_after`` seconds and kube-controller-manager
+reports content it could not delete, :func:`release_namespace` removes the
+finalizers of every object still in it (every namespaced
 resource the cluster serves, found through discovery, custom resources
 included) and force-deletes its Pods (``gracePeriodSeconds: 0``); it does
 so again every ``release_every`` seconds until the namespace is gone.
 
-Guarantees: :func:`remove_namespace` returns ``None`` once the namespace is
-gone (404), or, ``timeout`` seconds after it started, a message naming what
+Guarantees: :func:`remove_namespace` returns once the namespace is gone
+(404), or, ``timeout`` seconds after it started, with a message naming what
 holds it: each object still in it with its finalizers (and why a release
 failed, say a webhook refusing the patch), the namespace's own finalizers
 when it has any but ``kubernetes``, and the namespace's status conditions
@@ -27,21 +28,21 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from ._discovery import served_resources
+from ._requests import Requests
 
-if TYPE_CHECKING:
-    from ._cluster import Cluster
-
-__all__ = ["TIMEOUT_ENV", "Held", "RemovalTiming", "release_namespace", "remove_namespace"]
+__all__ = ["TIMEOUT_ENV", "Held", "Observe", "Removal", "RemovalTiming", "release_namespace",
+           "remove_namespace", "reports_content_left"]
 
 TIMEOUT_ENV = "RECONCILEKIT_TEST_NAMESPACE_TIMEOUT"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-WaitGone = Callable[[float], Awaitable[bool]]
-"""``await gone(seconds)``: True once the namespace is gone, False if it is still there."""
+Observe = Callable[[float], Awaitable[dict[str, Any] | None]]
+"""``await observe(seconds)``: None once the namespace is gone (waiting at most
+``seconds`` for that), else the namespace as last seen."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def _message(body: Any) -> str:
     return str(body)
 
 
-async def release_namespace(cluster: Cluster, namespace: str) -> list[Held]:
+async def release_namespace(cluster: Requests, namespace: str) -> list[Held]:
     """Remove every finalizer in ``namespace`` and force-delete its Pods; returns what was there.
 
     Objects without finalizers are listed too (a Pod waiting for a kubelet has
@@ -135,37 +136,64 @@ async def release_namespace(cluster: Cluster, namespace: str) -> list[Held]:
     return found
 
 
-async def remove_namespace(cluster: Cluster, namespace: str, gone: WaitGone,
-                           timing: RemovalTiming, *, owner: str = "") -> str | None:
+@dataclass(frozen=True)
+class Removal:
+    """How a namespace went: ``message`` is None once gone, else what holds it;
+    ``releases`` counts the release passes made, ``seconds`` the time it took."""
+
+    message: str | None
+    releases: int
+    seconds: float
+
+
+def reports_content_left(namespace: dict[str, Any]) -> bool:
+    """Whether kube-controller-manager found content it could not delete (yet)."""
+    return any(c.get("type") in ("NamespaceContentRemaining", "NamespaceFinalizersRemaining")
+               and c.get("status") == "True"
+               for c in namespace.get("status", {}).get("conditions") or ())
+
+
+async def remove_namespace(cluster: Requests, namespace: str, observe: Observe,
+                           timing: RemovalTiming, *, owner: str = "") -> Removal:
     """Wait for the deleted ``namespace`` to go, releasing its content when it lingers.
 
-    ``None`` once it is gone; otherwise, after ``timing.timeout``, the message
-    naming what holds it (``owner``, the test it was made for, named first).
+    A release pass is made when the namespace is still there ``release_after``
+    seconds after this started and kube-controller-manager reports content left
+    in it (``NamespaceContentRemaining`` or ``NamespaceFinalizersRemaining``),
+    at most every ``release_every`` seconds, and once more at the timeout to
+    name what holds it (``owner``, the test it was made for, named first).
     """
-    deadline = anyio.current_time() + timing.timeout
-    wait = min(timing.release_after, timing.timeout)
-    held: list[Held] = []
-    while True:
-        if await gone(max(0.0, min(wait, deadline - anyio.current_time()))):
-            return None
-        try:
-            held = await release_namespace(cluster, namespace)
-        except Exception as e:  # a transport error: said in the message if it is the last
-            held = [Held("release", "*", problem=f"{type(e).__name__}: {e}")]
-        if anyio.current_time() >= deadline:
-            break
-        wait = timing.release_every
-    if await gone(0.0):
-        return None
-    return await _describe(cluster, namespace, held, timing.timeout, owner)
+    start = anyio.current_time()
+    deadline = start + timing.timeout
+    releases = 0
+    last_release = float("-inf")
+    seen = await observe(min(timing.release_after, timing.timeout))
+    while seen is not None:
+        now = anyio.current_time()
+        timed_out = now >= deadline
+        if timed_out or (reports_content_left(seen)
+                         and now - last_release >= timing.release_every):
+            held = await _release_quietly(cluster, namespace)
+            releases += 1
+            last_release = anyio.current_time()
+            if timed_out:
+                seen = await observe(0.0)
+                message = None if seen is None else _describe(
+                    namespace, seen, held, timing.timeout, owner)
+                return Removal(message, releases, anyio.current_time() - start)
+        seen = await observe(max(0.0, min(1.0, deadline - anyio.current_time())))
+    return Removal(None, releases, anyio.current_time() - start)
 
 
-async def _describe(cluster: Cluster, namespace: str, held: list[Held], after: float,
-                    owner: str) -> str | None:
-    got = await cluster.request("GET", f"/api/v1/namespaces/{namespace}")
-    if got.status == 404:
-        return None
-    ns = got.body if isinstance(got.body, dict) else {}
+async def _release_quietly(cluster: Requests, namespace: str) -> list[Held]:
+    try:
+        return await release_namespace(cluster, namespace)
+    except Exception as e:  # a transport error: said in the message if it is the last
+        return [Held("release", "*", problem=f"{type(e).__name__}: {e}")]
+
+
+def _describe(namespace: str, ns: dict[str, Any], held: list[Held], after: float,
+              owner: str) -> str:
     made_for = f" (made for {owner})" if owner else ""
     lines = [f"namespace {namespace}{made_for} is still there {after:g}s after its "
              f"deletion (phase {ns.get('status', {}).get('phase')!s}); what holds it:"]

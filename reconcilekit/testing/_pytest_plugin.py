@@ -88,6 +88,7 @@ class _Cleanup:
     started: dict[str, float] = field(default_factory=dict)
     windows: list[RunWindow] = field(default_factory=list)
     locations: dict[str, tuple[str, int | None, str]] = field(default_factory=dict)
+    statistics: str = ""
 
 
 _CLEANUP = pytest.StashKey[_Cleanup]()
@@ -149,12 +150,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             failed = True
         finally:
             state.reaper.close()
+            state.statistics = str(state.reaper.statistics)
             state.reaper = None
         if failed:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if _plane is not None:
         _plane.stop()
         _plane = None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    state = terminalreporter.config.stash.get(_CLEANUP, None)
+    if state is not None and state.statistics:
+        terminalreporter.write_line(f"reconcilekit: {state.statistics}")
 
 
 async def _session_end(state: _Cleanup, stuck: frozenset[str]) -> list[tuple[str, str]]:
