@@ -12,23 +12,43 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import aiohttp
 import anyio
 import orjson
 import yaml
 from multidict import CIMultiDict
 
+from ._namespace_release import RemovalTiming, remove_namespace
 from .apiserver import APIServer, Faults
 
-__all__ = ["Cluster", "HTTPResult"]
+__all__ = ["Cluster", "HTTPResult", "NamespaceNotRemoved"]
 
 KUBECONFIG_ENV = "RECONCILEKIT_TEST_KUBECONFIG"
 NO_FAULTS_REASON = ("fault injection needs reconcilekit's in-process API server; "
                     "these tests run against a real kube-apiserver")
+
+
+TEST_ANNOTATION = "testing.reconcilekit.dev/test"
+
+
+class NamespaceNotRemoved(AssertionError):
+    """A test namespace still there after the timeout; the message names what holds it."""
+
+
+class NamespaceSink(Protocol):
+    """Takes deleted test namespaces to wait for in the background (a :class:`NamespaceReaper`)."""
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels a namespace handed over must carry."""
+
+    def submit(self, namespace: str, owner: str) -> None:
+        """Wait for ``namespace``, deleted already, to go; report it for ``owner`` if not."""
 
 
 class HTTPResult:
@@ -49,12 +69,18 @@ class Cluster:
     """A kubernetes-asyncio configuration plus what tests need around it."""
 
     def __init__(self, configuration: Any, *, namespace: str = "default",
-                 server: APIServer | None = None, kubeconfig_path: Path | None = None) -> None:
+                 server: APIServer | None = None, kubeconfig_path: Path | None = None,
+                 trust_env: bool = True) -> None:
+        """``trust_env=False``: the proxy variables of the environment are ignored (a
+        client working in the background must not follow a test's ``HTTPS_PROXY``)."""
         self.configuration = configuration
+        self.trust_env = trust_env
         self.namespace = namespace
         self.server = server
         self.kubeconfig_path = kubeconfig_path
         self._api: Any = None
+        self._at_end: list[str] = []
+        self._defer_end: Callable[[str], None] | None = None
 
     @property
     def in_process(self) -> bool:
@@ -83,6 +109,12 @@ class Cluster:
     async def _client(self) -> Any:
         if self._api is None:
             self._api = self.api_client()
+            if not self.trust_env:  # kubernetes-asyncio's session always trusts it
+                rest = self._api.rest_client
+                connector = rest.pool_manager.connector
+                rest.pool_manager.detach()
+                rest.pool_manager = aiohttp.ClientSession(connector=connector,
+                                                          trust_env=False)
         return self._api
 
     async def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -150,12 +182,27 @@ class Cluster:
 
     # -- helpers ------------------------------------------------------------------------------
 
+    def delete_at_end(self, path: str) -> None:
+        """Delete the object at API ``path`` (a CRD many tests share, say) when the cluster's
+        owner ends: the pytest session for the ``apiserver`` fixture (then the session's
+        leftover check does not count it), :func:`open_cluster`'s block otherwise.
+        Nothing to do in-process: the server goes with the test.
+        """
+        if self.in_process:
+            return
+        if self._defer_end is not None:
+            self._defer_end(path)
+        elif path not in self._at_end:
+            self._at_end.append(path)
+
     async def install_crd(self, source: str | Path | Mapping[str, Any],
                           wait_seconds: float = 30.0) -> dict[str, Any]:
         """Create a CustomResourceDefinition (YAML text, a path, or a dict) and wait
         until it is Established and discovery lists it in every served version (as
         envtest's WaitForCRDs does: kube-apiserver updates discovery a moment after
-        the condition). An existing CRD of the same name is kept as is."""
+        the condition). An existing CRD of the same name is kept as is; one this
+        call created is deleted at the end (see :meth:`delete_at_end`: for the
+        ``apiserver`` fixture, when the session ends, so tests may share it)."""
         if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                         and await anyio.Path(source).exists()):
             source = await anyio.Path(source).read_text()
@@ -166,6 +213,8 @@ class Cluster:
             raise RuntimeError(f"installing CRD {crd.get('metadata', {}).get('name')} "
                                f"failed: {created.status} {created.body}")
         name = crd["metadata"]["name"]
+        if created.status == 201:
+            self.delete_at_end(f"{path}/{name}")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         while True:
@@ -194,14 +243,29 @@ class Cluster:
 
 @asynccontextmanager
 async def open_cluster(kubeconfig: str | Path | None = None, *,
-                       configuration: Any = None) -> AsyncIterator[Cluster]:
+                       configuration: Any = None, test: str = "",
+                       reaper: NamespaceSink | None = None,
+                       delete_at_end: Callable[[str], None] | None = None,
+                       timing: RemovalTiming | None = None) -> AsyncIterator[Cluster]:
     """The in-process server, or a real API server in a fresh namespace of the test's own.
 
     A real server is named by ``kubeconfig`` (a path) or by a kubernetes-asyncio
     ``configuration`` (a :class:`ControlPlane`'s, say; ``kubeconfig`` then names
     the file a subprocess should use). The namespace is usable when this
     yields: where the cluster makes ServiceAccounts (kube-controller-manager
-    runs), its ``default`` one exists. It is deleted afterwards.
+    runs), its ``default`` one exists. It carries the annotation
+    ``testing.reconcilekit.dev/test`` naming ``test``.
+
+    Afterwards the namespace is deleted, and it must go: what the test left
+    holding it (finalizers of objects in it, Pods no kubelet will finish) is
+    released if it lingers (see :mod:`._namespace_release`). With a
+    ``reaper`` (the pytest plugin's) that wait happens in the background and
+    a namespace that does not go is reported for ``test`` later; without one
+    the block waits, and raises :class:`NamespaceNotRemoved` naming what holds
+    it (``timing``: how long it may take, by default
+    :meth:`RemovalTiming.from_env`). Paths given to
+    :meth:`Cluster.delete_at_end` go to ``delete_at_end`` (the session's) or
+    are deleted at the end of the block, once the namespace is gone.
     """
     if kubeconfig is None and configuration is None:
         async with APIServer() as server:
@@ -221,17 +285,81 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
     namespace = f"rk-test-{secrets.token_hex(4)}"
     cluster = Cluster(configuration, namespace=namespace,
                       kubeconfig_path=Path(kubeconfig) if kubeconfig else None)
+    cluster._defer_end = delete_at_end
+    created = False
     try:
+        meta: dict[str, Any] = {"name": namespace}
+        if reaper is not None:
+            meta["labels"] = reaper.labels
+        if test:
+            meta["annotations"] = {TEST_ANNOTATION: test}
         made = await cluster.request("POST", "/api/v1/namespaces", json={
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            "apiVersion": "v1", "kind": "Namespace", "metadata": meta})
         if made.status != 201:
             raise RuntimeError(f"could not create test namespace {namespace}: "
                                f"{made.status} {made.body}")
+        created = True
         await _wait_for_default_service_account(cluster)
         yield cluster
     finally:
-        await cluster.request("DELETE", f"/api/v1/namespaces/{namespace}")
-        await cluster.close()
+        try:
+            if created:
+                await _delete_namespace(cluster, reaper, test, timing or RemovalTiming.from_env())
+            if cluster._at_end:
+                problems = await delete_objects(cluster, cluster._at_end)
+                if problems:
+                    raise RuntimeError("; ".join(problems))
+        finally:
+            await cluster.close()
+
+
+async def _delete_namespace(cluster: Cluster, reaper: NamespaceSink | None,
+                            test: str, timing: RemovalTiming) -> None:
+    namespace = cluster.namespace
+    deleted = await cluster.request("DELETE", f"/api/v1/namespaces/{namespace}")
+    if deleted.status not in (200, 202, 404):
+        raise RuntimeError(f"deleting test namespace {namespace} answered {deleted.status}: "
+                           f"{deleted.body}")
+    if reaper is not None:
+        reaper.submit(namespace, test or namespace)
+        return
+
+    path = f"/api/v1/namespaces/{namespace}"
+
+    async def observe(seconds: float) -> dict[str, Any] | None:
+        seen: dict[str, Any] | None = None
+        with anyio.move_on_after(seconds):
+            while True:  # polling the API server: nothing in this process can signal it
+                got = await cluster.request("GET", path)
+                if got.status == 404:
+                    return None
+                seen = got.body
+                await anyio.sleep(0.1)
+        if seen is None:
+            got = await cluster.request("GET", path)
+            return None if got.status == 404 else dict(got.body)
+        return seen
+
+    removal = await remove_namespace(cluster, namespace, observe, timing, owner=test)
+    if removal.message is not None:
+        raise NamespaceNotRemoved(removal.message)
+
+
+async def delete_objects(cluster: Cluster, paths: list[str], within: float = 60.0) -> list[str]:
+    """Delete the objects at ``paths`` and wait until each is gone (a CRD's objects go
+    first); what did not go, or refused, is returned, one line each."""
+    problems: list[str] = []
+    for path in paths:
+        got = await cluster.request("DELETE", path)
+        if got.status not in (200, 202, 404):
+            problems.append(f"deleting {path} answered {got.status}: {got.body}")
+    with anyio.move_on_after(within):
+        for path in paths:
+            while (await cluster.request("GET", path)).status != 404:  # noqa: ASYNC110
+                await anyio.sleep(0.1)  # polling the API server: nothing here can signal it
+        return problems
+    return problems + [f"{path} still there {within:g}s after its deletion" for path in paths
+                       if (await cluster.request("GET", path)).status != 404]
 
 
 async def _wait_for_default_service_account(cluster: Cluster, within: float = 30.0) -> None:

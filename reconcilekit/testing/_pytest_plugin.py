@@ -10,8 +10,18 @@ backends, chosen by the environment:
 * neither: a fresh in-process :class:`APIServer` per test (the default).
 
 On a real backend each test gets a namespace of its own (usable: its
-``default`` ServiceAccount exists), deleted afterwards, and tests marked
-``in_process_only`` (fault injection) are skipped with the reason.
+``default`` ServiceAccount exists), and tests marked ``in_process_only``
+(fault injection) are skipped with the reason. Cleanup on a real backend:
+
+* the test's teardown deletes its namespace; a :class:`NamespaceReaper`
+  waits for it to go in the background (releasing what holds it when it
+  lingers), and a namespace still there after the timeout is reported as an
+  error at teardown of the test it was made for, naming what holds it;
+* at the end of the session every namespace is settled, the objects given to
+  :meth:`Cluster.delete_at_end` are deleted, and any cluster-scoped object
+  (CRD, webhook configuration, APIService, ClusterRole, Namespace, ...)
+  created since the session first used the cluster fails the session,
+  reported for the tests that ran when it was created.
 ``kube_client`` is a kubernetes-asyncio ``ApiClient`` for the cluster,
 ``client`` a :class:`reconcilekit.Client`.
 """
@@ -20,7 +30,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
+from collections import defaultdict
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +41,10 @@ import pytest
 import pytest_asyncio
 
 from .._client import Client
-from ._cluster import KUBECONFIG_ENV, NO_FAULTS_REASON, Cluster, open_cluster
+from ._cluster import KUBECONFIG_ENV, NO_FAULTS_REASON, Cluster, delete_objects, open_cluster
 from ._control_plane import ControlPlane, assets_from_env
+from ._leftovers import RunWindow, Snapshot, settled_leftovers, snapshot
+from ._namespace_reaper import NamespaceReaper
 
 _plane: ControlPlane | None = None
 _plane_kubeconfig: Path | None = None
@@ -59,11 +74,113 @@ def pytest_report_header(config: pytest.Config) -> str:
     return "reconcilekit backend: the in-process API server"
 
 
+SESSION_NODE = "reconcilekit: the session's cleanup"
+
+
+@dataclass
+class _Cleanup:
+    """What the session needs to clean a real cluster: see the module docstring."""
+
+    reaper: NamespaceReaper | None = None
+    configuration: Any = None
+    before: Snapshot | None = None
+    shared: dict[str, str] = field(default_factory=dict)  # API path -> the test that asked
+    started: dict[str, float] = field(default_factory=dict)
+    windows: list[RunWindow] = field(default_factory=list)
+    locations: dict[str, tuple[str, int | None, str]] = field(default_factory=dict)
+    statistics: str = ""
+
+
+_CLEANUP = pytest.StashKey[_Cleanup]()
+
+
+def _cleanup(config: pytest.Config) -> _Cleanup:
+    if _CLEANUP not in config.stash:
+        config.stash[_CLEANUP] = _Cleanup()
+    return config.stash[_CLEANUP]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.pluginmanager.register(_Recorder(session.config), "reconcilekit-cleanup")
+
+
+class _Recorder:
+    """When each test ran, and the namespace failures reported since the last test."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logstart(self, nodeid: str,
+                                location: tuple[str, int | None, str]) -> None:
+        state = _cleanup(self.config)
+        state.started[nodeid] = time.time()
+        state.locations[nodeid] = location
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        state = _cleanup(self.config)
+        state.windows.append(RunWindow(nodeid, state.started.pop(nodeid, 0.0), time.time()))
+        if state.reaper is not None:
+            for failure in state.reaper.failures():
+                _report(self.config, failure.owner, failure.message)
+
+
+def _report(config: pytest.Config, nodeid: str, message: str) -> None:
+    """An error at teardown of ``nodeid`` (a test that already ran, or the session)."""
+    location = _cleanup(config).locations.get(nodeid, ("reconcilekit", None, nodeid))
+    config.hook.pytest_runtest_logreport(report=pytest.TestReport(
+        nodeid, location, {}, "failed", message, "teardown"))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     global _plane
+    state = session.config.stash.get(_CLEANUP, None)
+    if state is not None and state.reaper is not None:
+        failed = False
+        try:
+            for failure in state.reaper.finish():
+                _report(session.config, failure.owner, failure.message)
+                failed = True
+            for nodeid, message in state.reaper.call(_session_end(state, state.reaper.stuck)):
+                _report(session.config, nodeid, message)
+                failed = True
+        except Exception as e:  # the cluster went away: say so rather than crash pytest
+            _report(session.config, SESSION_NODE,
+                    f"the session's cleanup could not run: {type(e).__name__}: {e}")
+            failed = True
+        finally:
+            state.reaper.close()
+            state.statistics = str(state.reaper.statistics)
+            state.reaper = None
+        if failed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if _plane is not None:
         _plane.stop()
         _plane = None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    state = terminalreporter.config.stash.get(_CLEANUP, None)
+    if state is not None and state.statistics:
+        terminalreporter.write_line(f"reconcilekit: {state.statistics}")
+
+
+async def _session_end(state: _Cleanup, stuck: frozenset[str]) -> list[tuple[str, str]]:
+    """Delete the session's shared objects; what the session left, grouped by test."""
+    assert state.reaper is not None and state.before is not None
+    cluster = state.reaper.cluster()
+    out = [(SESSION_NODE, f"a shared object: {problem}")
+           for problem in await delete_objects(cluster, list(state.shared))]
+    found, after = await settled_leftovers(cluster, state.before, state.windows, stuck=stuck)
+    by_test: defaultdict[str, list[str]] = defaultdict(list)
+    for left in found:
+        by_test[left.tests[0] if len(left.tests) == 1 else SESSION_NODE].append(str(left))
+    for resource, why in after.failed.items():
+        if resource not in state.before.failed:
+            by_test[SESSION_NODE].append(f"listing {resource} at the end answered {why}")
+    out += [(nodeid, "left behind in the cluster after the session:\n" + "\n".join(
+        f"  {line}" for line in lines)) for nodeid, lines in by_test.items()]
+    return out
 
 
 def _control_plane() -> tuple[ControlPlane, Path]:
@@ -85,13 +202,51 @@ async def apiserver(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
     kind = backend()
     if kind != "in-process" and request.node.get_closest_marker("in_process_only"):
         pytest.skip(NO_FAULTS_REASON)
-    if kind == "control-plane":
-        plane, kubeconfig = _control_plane()
-        async with open_cluster(kubeconfig, configuration=plane.configuration()) as cluster:
+    if kind == "in-process":
+        async with open_cluster() as cluster:
             yield cluster
         return
-    async with open_cluster(os.environ.get(KUBECONFIG_ENV) or None) as cluster:
+    kubeconfig: Path | str
+    if kind == "control-plane":
+        plane, kubeconfig = _control_plane()
+        configuration = plane.configuration()
+    else:
+        kubeconfig = os.environ[KUBECONFIG_ENV]
+        configuration = await _kubeconfig_configuration(request.config, kubeconfig)
+    state = _cleanup(request.config)
+    if state.reaper is None:
+        state.before = await _snapshot(configuration)
+        state.reaper = NamespaceReaper(configuration)
+    nodeid = request.node.nodeid
+
+    def delete_at_end(path: str) -> None:
+        state.shared.setdefault(path, nodeid)
+
+    async with open_cluster(kubeconfig, configuration=configuration, test=nodeid,
+                            reaper=state.reaper, delete_at_end=delete_at_end) as cluster:
         yield cluster
+
+
+async def _kubeconfig_configuration(config: pytest.Config, path: str) -> Any:
+    """The kubeconfig's configuration, loaded once per session."""
+    state = _cleanup(config)
+    if state.configuration is None:
+        from kubernetes_asyncio import config as kube_config
+        from kubernetes_asyncio.client import Configuration
+
+        configuration = Configuration()
+        await kube_config.load_kube_config(config_file=path,
+                                           client_configuration=configuration)
+        state.configuration = configuration
+    return state.configuration
+
+
+async def _snapshot(configuration: Any) -> Snapshot:
+    cluster = Cluster(configuration)
+    try:
+        return await snapshot(cluster)
+    finally:
+        await cluster.close()
 
 
 @pytest_asyncio.fixture

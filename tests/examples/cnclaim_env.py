@@ -20,6 +20,7 @@ from examples.cnclaim import OperatorOptions, build_operator, install_crds
 from examples.cnclaim.resources import (
     CLAIMED_BY_LABEL,
     CNCLAIMS,
+    CRDS,
     PHASE_LABEL,
     PODS,
     POOL_LABEL,
@@ -45,11 +46,14 @@ POD_SPEC: dict[str, Any] = {
 async def cnclaim_client(cluster: Cluster) -> AsyncIterator[Client]:
     """A reconcilekit client for the test's API server, with the CNClaim CRDs installed.
 
-    Each test module wraps it in a ``client`` fixture of its own (a conftest.py
-    here would shadow tests/testing's ``conftest`` module, which tests import from).
+    The CRDs are shared by the session's tests: the ones this call created are
+    deleted when the session ends. Each test module wraps it in a ``client``
+    fixture of its own (a conftest.py here would shadow tests/testing's
+    ``conftest`` module, which tests import from).
     """
     async with Client(cluster.configuration) as c:
-        await install_crds(c)
+        for name in await install_crds(c):
+            cluster.delete_at_end(CRDS.path(name=name))
         yield c
 
 

@@ -219,8 +219,35 @@ async def test_the_operator_runs_under_its_manifests_rbac_on_kube_apiserver(
     if apiserver.in_process:
         pytest.skip("the in-process API server has no authorizer: RBAC is judged by "
                     "kube-apiserver (the recording test above checks the rules in-process)")
+    try:
+        await _apply_manifests(apiserver, client, "crds.yaml", "rbac.yaml")
+        await _run_the_operator_as_its_account(apiserver, client, tmp_path)
+    finally:
+        await _delete_cluster_scoped(apiserver, "rbac.yaml")
+
+
+async def _delete_cluster_scoped(apiserver: Cluster, name: str) -> None:
+    """Delete what the manifests made outside the test's namespace (their ``cnclaim-system``
+    namespace and what is in it, the ClusterRole and its binding), waiting until it is gone
+    so that the next run can apply them again."""
+    paths = {"Namespace": "/api/v1/namespaces",
+             "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+             "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"}
+    made = [f"{paths[d['kind']]}/{d['metadata']['name']}" for d in _docs(name)
+            if d["kind"] in paths]
+    assert len(made) == 3, made
+    for path in made:
+        await apiserver.request("DELETE", path)
+
+    async def gone() -> bool:
+        return all([(await apiserver.request("GET", p)).status == 404 for p in made])
+
+    await eventually(gone, within=60, what=f"what {name} made outside the test's namespace gone")
+
+
+async def _run_the_operator_as_its_account(apiserver: Cluster, client: Client,
+                                           tmp_path: Path) -> None:
     ns = apiserver.namespace
-    await _apply_manifests(apiserver, client, "crds.yaml", "rbac.yaml")
     kubeconfig = await _service_account_kubeconfig(apiserver, tmp_path / "kubeconfig")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
