@@ -25,6 +25,7 @@ figures of docs/reliability.md).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import time
 from collections import Counter
@@ -223,9 +224,9 @@ async def test_a_partitioned_leader_stops_writing_before_another_replica_takes_o
         plane: ControlPlane, tmp_path: Path) -> None:
     """Partition the leader from kube-apiserver, mid-work, for longer than the Lease.
 
-    Must hold: the partitioned leader stops (it exits with code 1 on losing
-    the Lease, at its renew deadline) before the other replica's first write
-    reaches kube-apiserver (audit timestamps against the exit's, one clock),
+    Must hold: the partitioned leader steps down (the time of its "lost
+    lease" log line; it then exits with code 1) before the other replica's
+    first write reaches kube-apiserver (audit timestamps, one clock),
     so no two leaders act at once; the other replica takes over and
     finishes the work while the partition lasts; after healing, the old
     leader's slot runs a follower (restarted, it asks for the Lease in
@@ -276,7 +277,9 @@ async def test_a_partitioned_leader_stops_writing_before_another_replica_takes_o
             events = [e for e in world.audit.read() if e.namespace == ns]
         old_writes = world.writes(USERS[old], since=first.received)
         takeover = min(e.received for e in world.writes(USERS[new], since=cut))
-        stopped = exits[0][1]
+        # the step-down, by the operator's own log (its clock is this machine's)
+        (line,) = log_lines(world.replicas.log(old), f"{ns}-op{old}-0 lost lease")
+        stopped = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
         held = [e for e in events if e.user == USERS[old] and e.received >= healed]
         landed = [e for e in old_writes if e.completed >= takeover]
         report(f"partition of {healed - cut:.1f} s after {first.key} written: the old leader "
