@@ -134,8 +134,17 @@ class Scene:
                                 self.namespace)
 
     async def converged(self, claims: int, idle: int) -> float:
-        return await until_converged(self.client, self.namespace, pool=POOL, claimset=SET,
-                                     claims=claims, idle=idle, within=CONVERGE_WITHIN)
+        """Wait until :func:`until_converged` and no claim is left being deleted (its
+        finalizer's cleanup done); the seconds that took."""
+        began = time.monotonic()
+        with anyio.fail_after(CONVERGE_WITHIN):
+            while True:
+                await until_converged(self.client, self.namespace, pool=POOL, claimset=SET,
+                                      claims=claims, idle=idle, within=CONVERGE_WITHIN)
+                listed = (await self.client.list(CNCLAIMS, self.namespace))["items"]
+                if len(listed) == claims:
+                    return time.monotonic() - began
+                await anyio.sleep(0.25)
 
     async def until_written(self, user: str, match: Callable[[AuditEvent], bool]
                             ) -> AuditEvent:
@@ -278,7 +287,7 @@ async def test_a_partitioned_leader_stops_writing_before_another_replica_takes_o
         old_writes = world.writes(USERS[old], since=first.received)
         takeover = min(e.received for e in world.writes(USERS[new], since=cut))
         # the step-down, by the operator's own log (its clock is this machine's)
-        (line,) = log_lines(world.replicas.log(old), f"{ns}-op{old}-0 lost lease")
+        line = log_lines(world.replicas.log(old), f"WARNING .* {ns}-op{old}-0 lost lease")[0]
         stopped = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
         held = [e for e in events if e.user == USERS[old] and e.received >= healed]
         landed = [e for e in old_writes if e.completed >= takeover]
