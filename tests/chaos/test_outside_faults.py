@@ -292,7 +292,8 @@ async def test_a_partitioned_leader_stops_writing_before_another_replica_takes_o
         held = [e for e in events if e.user == USERS[old] and e.received >= healed]
         landed = [e for e in old_writes if e.completed >= takeover]
         report(f"partition of {healed - cut:.1f} s after {first.key} written: the old leader "
-               f"exited {stopped - cut:.2f} s after the cut (code {exits[0][0]}), the new "
+               f"stepped down {stopped - cut:.2f} s after the cut and exited "
+               f"{exits[0][1] - cut:.2f} s after it (code {exits[0][0]}), the new "
                f"leader's first write {takeover - cut:.2f} s after it (margin "
                f"{takeover - stopped:.2f} s); old leader's requests delivered after the "
                f"heal: {[(e.verb, e.key, e.code) for e in held if e.write]} and "
