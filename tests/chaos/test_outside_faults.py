@@ -309,9 +309,11 @@ async def test_seconds_of_latency_per_request_cause_no_duplicate_writes_nor_a_re
         plane: ControlPlane, tmp_path: Path) -> None:
     """Every byte between the operator and kube-apiserver delayed 1 s each way.
 
-    One replica, no leader election (a Lease under latency is measured in
-    docs/reliability.md: renewals share the client's connections with the
-    work). Must hold: the work converges (3 claims Bound, 2 Idle Pods); no
+    One replica with leader election (client-go's timings: 15 s Lease, 10 s
+    renew deadline, 2 s retry). Must hold: the work converges (3 claims
+    Bound, 2 Idle Pods); the Lease is never lost (a renewal takes two
+    latencies and has connections of its own, so it never waits behind the
+    work; it did before, and the leader lost its Lease); no
     write is refused (no 409: the operator's reservations and its waiting
     for its own writes hold while its cache lags by seconds); no object is
     created twice (5 Pods, 3 claims: the expectations hold); each claim's
@@ -319,30 +321,34 @@ async def test_seconds_of_latency_per_request_cause_no_duplicate_writes_nor_a_re
     be written once per change of what they count); and the requests stay
     few: reads are served by the operator's cache, so apart from its
     writes it sends a list and a watch per informer (4 informers), at most
-    two restarts of each, i.e. at most writes + 4 x 3 x 2 requests.
+    two restarts of each, plus a Lease read (its writes are counted among
+    the writes), i.e. at most writes + 4 x 3 x 2 + 1 requests.
     """
     ns = "latency"
     async with TCPProxy(plane.url, latency=1.0) as proxy:
         kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig", user=USERS[0],
                                             server=proxy.url)
-        async with scene(plane, ns, tmp_path, operator_args(kubeconfig, ns), slots=1) as world:
+        args = operator_args(kubeconfig, ns, "--leader-elect", lease=(15.0, 10.0, 2.0))
+        async with scene(plane, ns, tmp_path, args, slots=1) as world:
             began = time.time()
             await world.create_workload(pool=2, claims=3)
             took = await world.converged(claims=3, idle=2)
             world.clean_logs()
-        ended = time.time()
+            lost = log_lines(world.replicas.log(0), "lost lease")
+            ended = time.time()  # not the shutdown's: a renewal cut short, a 409, a release
     requests = [e for e in world.audit.read() if e.user == USERS[0]
                 and began <= e.received <= ended]
     writes = [e for e in requests if e.write]
     refused = [(e.verb, e.key, e.code) for e in writes if not e.succeeded]
     creates = Counter(e.resource for e in writes if e.verb == "create" and e.succeeded)
     per_object = Counter(e.key for e in writes if e.succeeded and e.verb != "create"
-                         and e.resource != "events" and not e.subresource)
+                         and e.resource not in ("events", "leases") and not e.subresource)
     reads = Counter(e.verb for e in requests if not e.write)
-    bound = len(writes) + 4 * 3 * 2
+    bound = len(writes) + 4 * 3 * 2 + 1
     report(f"latency 1 s: converged in {took:.1f} s; {len(requests)} requests (bound {bound}): "
            f"{len(writes)} writes, reads {dict(reads)}; creates {dict(creates)}; writes per "
            f"object {dict(per_object)}; refused {refused}; connections {proxy.connections}")
+    assert not lost, lost
     assert not refused, refused
     assert creates["pods"] == 5 and creates["cnclaims"] == 3, creates
     assert all(n == 1 for n in per_object.values()), per_object
