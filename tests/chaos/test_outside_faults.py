@@ -17,16 +17,14 @@ The faults:
 
 Leases are short here (6 s, renew deadline 4 s, retry 1 s) and pools small,
 to keep the control plane's time near a minute and a half in all. Runs only
-with kube-apiserver binaries (``RECONCILEKIT_TEST_ASSETS``); with
-``RECONCILEKIT_CHAOS_LONG=1`` each test also prints what it measured (the
-figures of docs/reliability.md).
+with kube-apiserver binaries (``RECONCILEKIT_TEST_ASSETS``). Each test prints
+what it measured (``pytest -s`` shows it: the figures of docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import os
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -56,7 +54,6 @@ from reconcilekit.testing._control_plane import assets_from_env
 from cnclaim_processes import Referee, Replicas, lease_holder, log_lines, until_converged
 
 ASSETS = assets_from_env()
-LONG = os.environ.get("RECONCILEKIT_CHAOS_LONG") == "1"
 USERS = ("operator-0", "operator-1")
 LEASE, RENEW, RETRY = 6.0, 4.0, 1.0
 # The standby retries every RETRY * [1, 2.2) (client-go's jitter), so it may see an
@@ -426,8 +423,10 @@ async def test_a_shard_owner_sigkilled_mid_finalizer_cleanup_is_succeeded_within
     released a deleted claim's Pod, before it removes the claim's finalizer.
 
     Must hold: a survivor takes the dead replica's shards (its first write of
-    one of their Leases) within the Lease duration plus its retries plus 10
-    s after the kill (server timestamps), finishes the cleanup begun (the
+    one of their Leases) within two Lease expiries (the dead member's Lease,
+    then the shard's), each with the retry's jitter (2.2 x 1 s), plus 10 s
+    for a loaded machine, after the kill (server timestamps); it finishes
+    the cleanup begun (the
     claims scaled away are gone, their Pods back in the pool), no object
     lost, no Pod bound twice, no claim left with a finalizer and no Pod.
     """
@@ -457,4 +456,4 @@ async def test_a_shard_owner_sigkilled_mid_finalizer_cleanup_is_succeeded_within
            f"taken over {takeover - at:.2f} s after the kill (Lease {LEASE:g} s); Leases now "
            f"{[(name_of(x), x['spec'].get('holderIdentity')) for x in leases]}")
     assert held, "the victim held no shard"
-    assert takeover - at <= LEASE + 2 * TAKEOVER_MARGIN
+    assert takeover - at <= 2 * (LEASE + 2.2 * RETRY) + 10.0
