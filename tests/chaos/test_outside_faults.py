@@ -373,7 +373,7 @@ async def _first_write_of_any(world: Scene, match: Callable[[AuditEvent], bool])
             await anyio.sleep(0.01)
 
 
-def _is_binding_label(event: AuditEvent) -> bool:
+def _is_pod_label_write(event: AuditEvent) -> bool:
     return event.resource == "pods" and not event.subresource and event.verb in (
         "update", "patch")
 
@@ -399,7 +399,7 @@ async def test_a_leader_sigkilled_mid_binding_is_succeeded_within_the_lease(
         await world.converged(claims=1, idle=2)
         old = slot_of_holder(await lease_holder(world.client, LEASE_NAME, ns))
         await world.scale(3)
-        label, killed, at = await _kill_mid_work(world, USERS[old], _is_binding_label)
+        label, killed, at = await _kill_mid_work(world, USERS[old], _is_pod_label_write)
         assert killed == old
         await world.converged(claims=3, idle=2)
         pod = await world.client.get(PODS, label.name, ns)
@@ -440,7 +440,7 @@ async def test_a_shard_owner_sigkilled_mid_finalizer_cleanup_is_succeeded_within
         await world.create_workload(pool=2, claims=3)
         await world.converged(claims=3, idle=2)
         await world.scale(1)
-        release, killed, at = await _kill_mid_work(world, "", _is_binding_label)
+        release, killed, at = await _kill_mid_work(world, "", _is_pod_label_write)
         await world.converged(claims=1, idle=2)
         await world.no_claim_left_half_done()
         world.clean_logs()
