@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import anyio
 import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
@@ -217,9 +218,10 @@ class Transport:
         self._closed = True
         sessions = (self._http, self._lease_http)
         self._http = self._lease_http = None
-        for http in sessions:
-            if http is not None:
-                await http[0].close()
+        with anyio.CancelScope(shield=True):  # a cancelled caller must not leave one open
+            for http in sessions:
+                if http is not None:
+                    await http[0].close()
 
     # -- observation ------------------------------------------------------------------------
 

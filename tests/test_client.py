@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -748,3 +749,22 @@ async def test_lease_requests_never_wait_for_a_connection_behind_the_work(
         finally:
             for stream in streams:
                 stream.release()
+
+
+async def test_a_client_closed_in_a_cancelled_scope_closes_its_lease_connections_too(
+        apiserver: Cluster) -> None:
+    """A manager killed by cancellation closes its client from a cancelled scope: both
+    sessions (the Leases' and the rest's) are closed all the same (the second was left
+    open, an unclosed-session warning, when the first close raised the cancellation)."""
+    ns = apiserver.namespace
+    client = Client(apiserver.configuration)
+    with pytest.raises(NotFound):
+        await client.get(CONFIGMAPS, "nothing", ns)
+    with pytest.raises(NotFound):
+        await client.get(LEASES, "nobody", ns)
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await client.close()
+    gc.collect()  # an open session would warn here (an error under filterwarnings)
+    with pytest.raises(RuntimeError, match="closed"):
+        await client.get(CONFIGMAPS, "nothing", ns)
