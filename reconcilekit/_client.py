@@ -86,6 +86,9 @@ class Client:
       * failures raise :class:`APIError` subclasses (NotFound, Conflict, ...)
         or :class:`APIConnectionError`; arguments that cannot make a valid
         request raise ValueError before anything is sent;
+      * Lease requests (coordination.k8s.io: leader election, shard rings) use two
+        connections of their own, so a renewal never waits for a connection behind
+        other requests or the watches holding the pool's;
       * after each successful write, the write observers are called with a
         :class:`WriteRecord`, before the call returns, and
         :meth:`last_written_rv` knows the new resourceVersion (for the last

@@ -3,7 +3,12 @@
 The aiohttp session is built from the kubernetes-asyncio configuration the
 way kubernetes-asyncio builds its own (TLS verification and CA, client
 certificate, TLS server name, ``connection_pool_maxsize`` connections, a 2 MiB
-read buffer for large watch events), with one difference: the environment is
+read buffer for large watch events), with two differences. Requests for
+coordination.k8s.io (Leases: leader election and shard rings) have a session
+of their own (two connections): under load or latency a renewal would
+otherwise wait for a connection behind the requests of the work the Lease
+guards (and behind the watches holding theirs), and the holder lose its
+Lease for want of a connection. And the environment is
 read once per session, not on every request. kubernetes-asyncio's session
 trusts the environment, and aiohttp then looks up ``~/.netrc`` and the proxy
 variables in a worker thread for each request, two thread hand-offs that cost
@@ -34,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import anyio
 import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
@@ -104,6 +110,10 @@ class ClientStatistics:
         return sum(self.retries.values())
 
 
+# Lease requests (leader election, shard rings) go over connections of their own: a
+# renewal must not queue behind the work it guards, nor behind watches holding the pool.
+_LEASES_PATH = "/apis/coordination.k8s.io/"
+_LEASE_CONNECTIONS = 2
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
@@ -176,6 +186,7 @@ class Transport:
         self._connect_timeout = timeout
         self._random = random.Random()
         self._http: tuple[aiohttp.ClientSession, dict[str, Any]] | None = None
+        self._lease_http: tuple[aiohttp.ClientSession, dict[str, Any]] | None = None
         self._closed = False
         self._requests: Counter[tuple[str, str]] = Counter()
         self._errors: Counter[tuple[str, str]] = Counter()
@@ -186,10 +197,16 @@ class Transport:
 
     # -- session ----------------------------------------------------------------------------
 
-    def _session(self) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
-        """The session (created on first use, inside the running loop) and per-request options."""
+    def _session(self, url: str = "") -> tuple[aiohttp.ClientSession, dict[str, Any]]:
+        """The session for ``url`` (created on first use, inside the running loop) and
+        per-request options: Lease requests have a session of their own."""
         if self._closed:
             raise RuntimeError("the client is closed")
+        if _LEASES_PATH in url:
+            if self._lease_http is None:
+                self._lease_http = _new_session(self.configuration, self.host,
+                                                limit=_LEASE_CONNECTIONS)
+            return self._lease_http
         if self._http is None:
             self._http = _new_session(self.configuration, self.host)
         return self._http
@@ -218,9 +235,12 @@ class Transport:
     async def close(self) -> None:
         """Close the session; further requests raise RuntimeError. Idempotent."""
         self._closed = True
-        http, self._http = self._http, None
-        if http is not None:
-            await http[0].close()
+        sessions = (self._http, self._lease_http)
+        self._http = self._lease_http = None
+        with anyio.CancelScope(shield=True):  # a cancelled caller must not leave one open
+            for http in sessions:
+                if http is not None:
+                    await http[0].close()
 
     # -- observation ------------------------------------------------------------------------
 
@@ -301,7 +321,7 @@ class Transport:
 
     async def _send(self, method: str, url: str, query: dict[str, str], data: bytes | None,
                     headers: Mapping[str, str]) -> tuple[int, bytes, Mapping[str, str]]:
-        session, extra = self._session()
+        session, extra = self._session(url)
         self._in_flight += 1
         try:
             async with session.request(method, url, params=query, data=data, headers=headers,
@@ -331,7 +351,7 @@ class Transport:
         """
         labels = request_labels("GET", path, params)
         url = self.host + path
-        session, extra = self._session()
+        session, extra = self._session(url)
         stream_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
                                                sock_read=inactivity_timeout)
         reauthenticated = False
@@ -380,8 +400,10 @@ class Transport:
         return resp
 
 
-def _new_session(configuration: Any, host: str) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
-    """An aiohttp session for ``configuration`` and the options every request passes."""
+def _new_session(configuration: Any, host: str, *, limit: int | None = None
+                 ) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
+    """An aiohttp session for ``configuration`` and the options every request passes;
+    at most ``limit`` connections (default: the configuration's pool size)."""
     context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
     if configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
@@ -401,7 +423,8 @@ def _new_session(configuration: Any, host: str) -> tuple[aiohttp.ClientSession, 
             extra["proxy"], extra["proxy_auth"] = get_env_proxy_for_url(URL(host))
     if configuration.tls_server_name:
         extra["server_hostname"] = configuration.tls_server_name
-    connector = aiohttp.TCPConnector(limit=configuration.connection_pool_maxsize, ssl=context)
+    connector = aiohttp.TCPConnector(limit=limit or configuration.connection_pool_maxsize,
+                                     ssl=context)
     return aiohttp.ClientSession(connector=connector, read_bufsize=2**21), extra
 
 

@@ -4,6 +4,8 @@
   wire protocol over HTTPS (its own CA), with fault injection.
 * :class:`ControlPlane`: a real etcd, kube-apiserver and kube-controller-manager
   started from a directory of binaries (envtest's ``KUBEBUILDER_ASSETS``).
+* :class:`AuditLog`: kube-apiserver's audit log of a ``ControlPlane``, read
+  back as :class:`AuditEvent` objects (who wrote what, when, as the server saw it).
 * :class:`NodeSimulator`: the scheduler's and kubelet's part for a cluster
   with no nodes.
 * :class:`FakeClock`: a clock that only moves when the test says so.
@@ -11,6 +13,8 @@
   can black-hole its open connections.
 """
 
+from ._audit import AuditEvent as AuditEvent
+from ._audit import AuditLog as AuditLog
 from ._cluster import Cluster as Cluster
 from ._cluster import HTTPResult as HTTPResult
 from ._control_plane import ControlPlane as ControlPlane
@@ -25,6 +29,8 @@ from .apiserver import Faults as Faults
 
 __all__ = [
     "APIServer",
+    "AuditEvent",
+    "AuditLog",
     "Cluster",
     "ControlPlane",
     "ControlPlaneError",

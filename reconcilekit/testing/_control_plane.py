@@ -12,6 +12,16 @@ Expected flow::
             ...
         plane.write_kubeconfig("kubeconfig")     # for kubectl or a subprocess
 
+Options for tests that referee from the server's side: ``users=("a", "b")``
+gives each name its own bearer token (in ``system:masters``, like the
+admin), so each process a test starts is told apart by the server
+(``plane.kubeconfig(user="a")``); ``audit=True`` starts kube-apiserver with
+an audit log of every write (:mod:`._audit`, read with
+:meth:`ControlPlane.audit_log`). ``server=`` on the kubeconfig and
+configuration methods names another address for the same server, e.g. a
+:class:`TCPProxy` in front of it (the serving certificate covers
+``127.0.0.1``).
+
 Guarantees:
   * Every component listens on loopback, on ports free at start; the data
     directory, the admin token, the service-account key pair and the serving
@@ -39,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -54,9 +65,11 @@ from types import TracebackType
 from typing import Any
 
 import anyio.to_thread
+import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from ._audit import AuditLog, audit_policy
 from ._tls import ServingCertificate
 from .apiserver.kubeconfig import kubeconfig_document, write_kubeconfig
 
@@ -67,6 +80,7 @@ _ETCD, _APISERVER, _KCM = "etcd", "kube-apiserver", "kube-controller-manager"
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL = 20
 _POLL = 0.05
+_USER_NAME = re.compile(r"[A-Za-z0-9][-A-Za-z0-9.:]*")
 
 
 class ControlPlaneError(RuntimeError):
@@ -154,11 +168,15 @@ class ControlPlane:
     environment, see :data:`ASSETS_ENV`). ``controller_manager``: None starts
     it when its binary is present. ``start_timeout``: seconds for the whole
     start-up. ``apiserver_flags``: extra ``--flag=value`` arguments.
+    ``users``: names that get a bearer token each (:meth:`token_for`), as
+    members of ``system:masters``. ``audit``: log every write request, and
+    every request of ``users`` (:func:`._audit.audit_policy`), for :meth:`audit_log`.
     """
 
     def __init__(self, assets: str | Path | None = None, *,
                  controller_manager: bool | None = None, start_timeout: float = 60.0,
-                 apiserver_flags: tuple[str, ...] = ()) -> None:
+                 apiserver_flags: tuple[str, ...] = (), users: tuple[str, ...] = (),
+                 audit: bool = False) -> None:
         resolved = Path(assets) if assets is not None else assets_from_env()
         if resolved is None:
             raise ControlPlaneError(
@@ -177,6 +195,16 @@ class ControlPlane:
         self.start_timeout = start_timeout
         self.apiserver_flags = apiserver_flags
         self.token = secrets.token_urlsafe(24)
+        for user in users:
+            if user == "admin" or not _USER_NAME.fullmatch(user):
+                raise ValueError(f"user name {user!r}: expected letters, digits, '-', '.' "
+                                 f"or ':' (and not 'admin')")
+        if len(set(users)) != len(users):
+            raise ValueError(f"user names repeat: {users}")
+        self._tokens = {"admin": self.token, **{user: secrets.token_urlsafe(24)
+                                                 for user in users}}
+        self._users = users
+        self.audit = audit
         self._dir: Path | None = None
         self._components: list[_Component] = []
         self._port = 0
@@ -234,7 +262,10 @@ class ControlPlane:
             raise RuntimeError("ControlPlane is already started")
         self._dir = Path(tempfile.mkdtemp(prefix="reconcilekit-control-plane-"))
         d = self._dir
-        (d / "tokens.csv").write_text(f"{self.token},admin,admin-uid,system:masters\n")
+        (d / "tokens.csv").write_text("".join(
+            f"{token},{user},{user}-uid,system:masters\n" for user, token in self._tokens.items()))
+        if self.audit:
+            (d / "audit-policy.yaml").write_text(yaml.safe_dump(audit_policy(self._users)))
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         (d / "sa.key").write_bytes(key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
@@ -287,6 +318,9 @@ class ControlPlane:
             "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
             "--shutdown-watch-termination-grace-period=2s",
             *(() if self.controller_manager else ("--disable-admission-plugins=ServiceAccount",)),
+            *((f"--audit-policy-file={d / 'audit-policy.yaml'}",
+               f"--audit-log-path={d / 'audit.log'}", "--audit-log-format=json",
+               "--audit-log-mode=blocking", "--audit-log-maxsize=0") if self.audit else ()),
             *self.apiserver_flags])
 
     def _spawn_controller_manager(self) -> _Component:
@@ -415,24 +449,45 @@ class ControlPlane:
             raise RuntimeError("ControlPlane is not started")
         return self._dir / "ca.crt"
 
-    def configuration(self) -> Any:
-        """A kubernetes-asyncio ``Configuration`` for the admin user, verifying TLS."""
+    def token_for(self, user: str = "admin") -> str:
+        """The bearer token of ``user`` (``"admin"`` or one of ``users``)."""
+        try:
+            return self._tokens[user]
+        except KeyError:
+            names = ", ".join(self._tokens)
+            raise ValueError(f"no user {user!r} in this control plane; it has {names}") from None
+
+    def audit_log(self) -> AuditLog:
+        """A reader of kube-apiserver's audit log (every write request); needs ``audit=True``."""
+        if not self.audit:
+            raise RuntimeError("this control plane has no audit log: start it with audit=True")
+        if self._dir is None:
+            raise RuntimeError("ControlPlane is not started")
+        return AuditLog(self._dir / "audit.log")
+
+    def configuration(self, *, user: str = "admin", server: str | None = None) -> Any:
+        """A kubernetes-asyncio ``Configuration`` for ``user``, verifying TLS; ``server``
+        (default :attr:`url`) is where the client connects, e.g. a proxy's URL."""
         from kubernetes_asyncio.client import Configuration
 
-        cfg = Configuration(host=self.url)
-        cfg.api_key = {"BearerToken": self.token}
+        cfg = Configuration(host=server or self.url)
+        cfg.api_key = {"BearerToken": self.token_for(user)}
         cfg.api_key_prefix = {"BearerToken": "Bearer"}
         cfg.ssl_ca_cert = str(self.ca_file)
         return cfg
 
-    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
-        """A kubeconfig document (as a dict) for the admin user, trusting the serving CA."""
-        return kubeconfig_document("envtest", self.url, self.token, namespace=namespace,
-                                   ca_pem=self.ca_file.read_bytes())
+    def kubeconfig(self, *, namespace: str = "default", user: str = "admin",
+                   server: str | None = None) -> dict[str, Any]:
+        """A kubeconfig document (as a dict) for ``user``, trusting the serving CA;
+        ``server`` (default :attr:`url`) is the address it names."""
+        return kubeconfig_document("envtest", server or self.url, self.token_for(user),
+                                   namespace=namespace, ca_pem=self.ca_file.read_bytes())
 
-    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
+    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default",
+                         user: str = "admin", server: str | None = None) -> Path:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
-        return write_kubeconfig(self.kubeconfig(namespace=namespace), path)
+        return write_kubeconfig(self.kubeconfig(namespace=namespace, user=user, server=server),
+                                path)
 
     def __repr__(self) -> str:
         return f"ControlPlane({self.url if self.running else 'stopped'}, assets={self.assets})"

@@ -30,9 +30,11 @@ class TCPProxy:
     balancer, but no byte reaches the server or comes back) until ``heal()``,
     which delivers what was held, in order, as TCP's retransmissions would.
     ``latency`` (seconds, settable at any time) delays every chunk of bytes in
-    each direction; order is kept. ``connections`` counts the connections
-    accepted. Use as ``async with TCPProxy(configuration.host) as proxy:``;
-    leaving the block closes every connection.
+    each direction by that long after the proxy read it; order is kept, and
+    the rate is not limited (chunks in flight wait out their delays together).
+    ``connections`` counts the connections accepted. Use as
+    ``async with TCPProxy(configuration.host) as proxy:``; leaving the block
+    closes every connection.
     """
 
     def __init__(self, upstream: str, *, latency: float = 0.0) -> None:
@@ -109,12 +111,30 @@ class TCPProxy:
 
     async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter,
                     stalled: asyncio.Event, count: bool) -> None:
+        """Forward ``src`` to ``dst``: each chunk ``latency`` after it was read, in order.
+
+        A reader task reads on while earlier chunks wait out their delay, so
+        latency delays the bytes without limiting the rate (N chunks sent at
+        once all arrive about ``latency`` later, not N times it)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def read() -> None:
+            try:
+                while (data := await src.read(_CHUNK)) and not stalled.is_set():
+                    queue.put_nowait((loop.time() + self.latency, data))
+            except OSError:
+                pass
+            queue.put_nowait((loop.time() + self.latency, b""))  # the end, after the rest
+
+        reader = asyncio.ensure_future(read())
         try:
-            while (data := await src.read(_CHUNK)) and not stalled.is_set():
-                if self.latency > 0:
-                    await asyncio.sleep(self.latency)
+            while True:
+                due, data = await queue.get()
+                if (wait := due - loop.time()) > 0:
+                    await asyncio.sleep(wait)
                 await self._linked.wait()
-                if stalled.is_set():
+                if stalled.is_set() or not data:
                     break
                 if count:
                     self.received += len(data)
@@ -125,4 +145,6 @@ class TCPProxy:
         except OSError:
             pass
         finally:
-            dst.close()
+            dst.close()  # first: a second cancellation may come while the reader ends
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)

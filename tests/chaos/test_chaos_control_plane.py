@@ -29,50 +29,36 @@ runs more rounds and prints a report (the figures in docs/reliability.md).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import random
 import re
-import signal
-import sys
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.abc
 import pytest
 
-from examples.cnclaim.demo.scenario import POD_TEMPLATE, converged
+from examples.cnclaim.demo.scenario import POD_TEMPLATE
 from examples.cnclaim.operator import LEASE_NAME, install_crds
-from examples.cnclaim.resources import (
-    CLAIMED_BY_LABEL,
-    CNCLAIMS,
-    CNCLAIMSETS,
-    CNPOOLS,
-    PODS,
-    claimed_by,
-    name_of,
-    spec_of,
-)
-from reconcilekit import APIConnectionError, APIError, Client, EventHandler, NotFound, Resource
-from reconcilekit.lowlevel import LEASES, Informer
+from examples.cnclaim.resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS, PODS
+from reconcilekit import Client, NotFound, Resource
+from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import ControlPlane, NodeSimulator
 from reconcilekit.testing._control_plane import assets_from_env
+
+from cnclaim_processes import Referee, Replicas, lease_holder, until_converged
 
 ASSETS = assets_from_env()
 LONG = os.environ.get("RECONCILEKIT_CHAOS_LONG") == "1"
 ROUNDS = 4 if LONG else 1
-ROOT = Path(__file__).resolve().parents[2]
 NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 NS, POOL, SET = "chaos", "chaos", "storm"
 POOL_SIZE = 12
 REQUEST_TIMEOUT = 10  # kube-apiserver's --request-timeout here; etcd is paused for longer
 CONVERGE_WITHIN = 120.0
-Obj = dict[str, Any]
 
 pytestmark = [
     pytest.mark.skipif(ASSETS is None, reason="chaos from outside needs kube-apiserver and "
@@ -82,109 +68,13 @@ pytestmark = [
 ]
 
 
-@dataclass
-class Referee:
-    """Sees what kube-apiserver says through watches; records broken invariants."""
-
-    violations: list[str] = field(default_factory=list)
-    events: int = 0
-
-    def handlers(self, claims: Informer) -> tuple[EventHandler, EventHandler]:
-        def on_claim(*objs: Obj) -> None:
-            self.events += 1
-            holders: dict[str, str] = {}
-            for claim in claims.store.list():
-                if claim["metadata"].get("deletionTimestamp"):
-                    continue
-                pod = str(spec_of(claim).get("podName") or "")
-                if pod and holders.setdefault(pod, name_of(claim)) != name_of(claim):
-                    self.violations.append(f"Pod {pod} named by claims {holders[pod]} and "
-                                           f"{name_of(claim)}")
-
-        def on_pod_update(old: Obj, new: Obj) -> None:
-            self.events += 1
-            before, after = claimed_by(old), claimed_by(new)
-            if before and after and before != after:
-                self.violations.append(f"Pod {name_of(new)}: {CLAIMED_BY_LABEL} {before} -> "
-                                       f"{after}")
-
-        return (EventHandler(on_add=on_claim, on_update=on_claim),
-                EventHandler(on_update=on_pod_update))
-
-
-class Replicas:
-    """Operator processes in slots, each restarted when it exits (as a kubelet would)."""
-
-    def __init__(self, kubeconfig: Path, logs: Path) -> None:
-        self.kubeconfig, self.logs = kubeconfig, logs
-        self.procs: dict[int, asyncio.subprocess.Process] = {}
-        self.exits: list[tuple[int, int | None]] = []
-        self.kills = 0
-        self._killed: set[int] = set()
-
-    def log(self, slot: int) -> Path:
-        return self.logs / f"operator-{slot}.log"
-
-    async def run(self, slot: int, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        started = False
-        while True:
-            with self.log(slot).open("ab") as out:
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "examples.cnclaim", "--kubeconfig",
-                    str(self.kubeconfig), "--namespace", NS, "--leader-elect", "--workers", "2",
-                    "--metrics-addr", "127.0.0.1:0", "--log-level", "INFO", cwd=ROOT,
-                    stdout=out, stderr=out)
-            self.procs[slot] = proc
-            if not started:
-                task_status.started()
-                started = True
-            try:
-                code = await proc.wait()
-            finally:
-                if proc.returncode is None:
-                    proc.send_signal(signal.SIGTERM)
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(30):
-                        await proc.wait()
-                    if proc.returncode is None:
-                        proc.kill()
-            self.exits.append((slot, code))
-            if slot not in self._killed and code not in (0, 1):
-                raise AssertionError(f"operator {slot} exited with {code}: see {self.log(slot)}")
-            self._killed.discard(slot)
-            await anyio.sleep(1)  # a kubelet's restart, without its backoff
-
-    def kill(self, slot: int) -> None:
-        self.kills += 1
-        self._killed.add(slot)
-        self.procs[slot].send_signal(signal.SIGKILL)
-
-    def slot_of(self, identity: str) -> int | None:
-        for slot in self.procs:
-            if identity and identity in self.log(slot).read_text(errors="replace"):
-                return slot
-        return None
-
-
-async def _converged(client: Client, replicas: int) -> str | None:
-    return await converged(client, NS, pool=POOL, claimset=SET, claims=replicas,
-                           idle=POOL_SIZE)
-
-
 async def _until_converged(client: Client, replicas: int, since: float) -> float:
-    seen: str | None = "not looked yet"
-    with anyio.move_on_after(CONVERGE_WITHIN):
-        while True:
-            with contextlib.suppress(APIError, APIConnectionError):  # faults in progress
-                seen = await _converged(client, replicas)
-                if seen is None:
-                    return time.monotonic() - since
-            await anyio.sleep(0.25)
-    raise AssertionError(f"not converged within {CONVERGE_WITHIN:g}s: {seen}")
+    return await until_converged(client, NS, pool=POOL, claimset=SET, claims=replicas,
+                                 idle=POOL_SIZE, within=CONVERGE_WITHIN, since=since)
 
 
 async def _leader(client: Client) -> str:
-    lease = await client.get(LEASES, LEASE_NAME, NS)
-    return str((lease.get("spec") or {}).get("holderIdentity") or "")
+    return await lease_holder(client, LEASE_NAME, NS)
 
 
 @contextlib.asynccontextmanager
@@ -207,7 +97,9 @@ async def test_invariants_hold_while_the_control_plane_and_the_operator_fail(
     referee = Referee()
     report: list[tuple[str, float]] = []
     async with _world(tmp_path) as (plane, client, kubeconfig):
-        replicas = Replicas(kubeconfig, tmp_path)
+        replicas = Replicas(tmp_path, lambda slot, start: (
+            "--kubeconfig", str(kubeconfig), "--namespace", NS, "--leader-elect",
+            "--workers", "2", "--metrics-addr", "127.0.0.1:0", "--log-level", "INFO"))
         claims = Informer(client, CNCLAIMS, namespace=NS)
         pods = Informer(client, PODS, namespace=NS)
         on_claims, on_pods = referee.handlers(claims)

@@ -89,6 +89,10 @@ async def test_a_metrics_address_in_use_is_one_line_and_status_one() -> None:
     (["--kubeconfig", "x", "--in-cluster"], "not allowed with argument"),
     (["--shard-ring", "r", "--leader-elect"], "--shard-ring and --leader-elect exclude"),
     (["--step-timeout", "-1"], "--step-timeout: must be more than 0 seconds"),
+    (["--lease-duration", "5", "--renew-deadline", "6"],
+     "--renew-deadline, --retry-period: lease_duration (5.0) must be greater than "
+     "renew_deadline (6.0)"),
+    (["--retry-period", "0"], "--retry-period: must be more than 0 seconds"),
 ])
 async def test_argument_errors_are_one_clear_line_and_status_two(args: list[str],
                                                                  message: str) -> None:

@@ -140,3 +140,23 @@ def test_a_component_that_fails_is_named_with_its_log(tmp_path: Path) -> None:
     message = str(caught.value)
     assert message.startswith("kube-apiserver exited with code 1 during start-up")
     assert "Error: unknown flag: --secure-port" in message
+
+
+@needs_assets
+async def test_each_user_is_told_apart_in_the_audit_log_even_through_a_proxy(
+        tmp_path: Path) -> None:
+    from reconcilekit.testing import TCPProxy
+
+    async with ControlPlane(ASSETS, users=("op-a",), audit=True, controller_manager=False
+                            ) as plane, TCPProxy(plane.url) as proxy:
+        began = time.time()
+        async with Client(plane.configuration(user="op-a", server=proxy.url)) as client:
+            await client.create(CONFIGMAPS, {"metadata": {"name": "mine"}}, "default")
+            await client.get(CONFIGMAPS, "mine", "default")
+        assert proxy.connections >= 1
+        events = [e for e in plane.audit_log().read() if e.user == "op-a"]
+        assert [(e.verb, e.key, e.code) for e in events] == [
+            ("create", "configmaps default/mine", 201), ("get", "configmaps default/mine", 200)]
+        assert began <= events[0].received <= events[0].completed <= time.time()
+        assert plane.kubeconfig(user="op-a", server=proxy.url)["clusters"][0]["cluster"][
+            "server"] == proxy.url

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from reconcilekit import APIConnectionError, APIError, Client, configure_logging
+from reconcilekit import APIConnectionError, APIError, Client, LeaderElection, configure_logging
 from reconcilekit.lowlevel import event_loop_options
 from reconcilekit.webhook import CertificateFiles, WebhookServer
 
@@ -101,12 +101,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--shards", metavar="N", type=_positive_int, default=16,
                         help="with --shard-ring: shards of the key space (default 16; the same "
                              "for every replica)")
+    parser.add_argument("--shard-key", choices=["namespace", "uid"], default="namespace",
+                        help="with --shard-ring: what places an object in a shard: its "
+                             "namespace (default; each replica caches only its shards) or "
+                             "its uid (the work of one namespace spread over the replicas)")
     parser.add_argument("--identity", metavar="NAME",
                         help="this replica's name in Leases (default: hostname and a UUID)")
     parser.add_argument("--shard-demo", action="store_true",
                         help="start 3 sharded replicas as processes against the in-process "
                              "API server (or --kubeconfig) with pools in 6 namespaces, stop "
                              "one, and show the shards moving")
+    parser.add_argument("--lease-duration", metavar="SECONDS", type=_positive_seconds,
+                        default=15.0,
+                        help="with --leader-elect or --shard-ring: how long a standby waits "
+                             "after the last renewal it saw before taking a Lease over "
+                             "(default 15)")
+    parser.add_argument("--renew-deadline", metavar="SECONDS", type=_positive_seconds,
+                        default=10.0,
+                        help="how long a holder keeps failing to renew before it stops "
+                             "working (default 10; less than --lease-duration)")
+    parser.add_argument("--retry-period", metavar="SECONDS", type=_positive_seconds,
+                        default=2.0,
+                        help="the wait between Lease renewals and attempts (default 2; "
+                             "--renew-deadline must exceed 1.2 times it)")
     parser.add_argument("--leader-elect-namespace", metavar="NS",
                         default=os.environ.get("POD_NAMESPACE"),
                         help="namespace of the Lease (default: $POD_NAMESPACE, else the "
@@ -162,6 +179,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.shard_ring and args.leader_elect:
         parser.error("--shard-ring and --leader-elect exclude each other: in a ring every "
                      "replica works, each on its own shards")
+    try:
+        LeaderElection(name="timings", lease_duration=args.lease_duration,  # checks them
+                       renew_deadline=args.renew_deadline, retry_period=args.retry_period)
+    except ValueError as err:
+        parser.error(f"--lease-duration, --renew-deadline, --retry-period: {err}")
     if args.shard_demo and (args.in_cluster or args.scenario or args.shard_ring):
         parser.error("--shard-demo starts its own replicas: it goes alone or with "
                      "--kubeconfig")
@@ -206,9 +228,11 @@ async def _run(args: argparse.Namespace, progress: Progress) -> int:
                 logger.info("installed CRDs: %s", ", ".join(created))
         options = OperatorOptions(
             namespace=args.namespace, workers=args.workers, leader_election=args.leader_elect,
-            shard_ring=args.shard_ring, shards=args.shards, identity=args.identity,
+            shard_ring=args.shard_ring, shards=args.shards, shard_key=args.shard_key,
+            identity=args.identity,
             leader_election_namespace=args.leader_elect_namespace,
-            http_addr=args.metrics_addr or ":8080")
+            lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period, http_addr=args.metrics_addr or ":8080")
         manager = build_operator(client, options,
                                  webhook_server=await _webhook_server(client, args))
         async with _simulated_nodes(client, args.simulated_nodes, args.namespace):
