@@ -131,10 +131,11 @@ def _log_tail(path: Path) -> str:
 
 
 class _Component:
-    __slots__ = ("log", "name", "process")
+    __slots__ = ("args", "log", "name", "process")
 
-    def __init__(self, name: str, process: subprocess.Popen[bytes], log: Path) -> None:
-        self.name, self.process, self.log = name, process, log
+    def __init__(self, name: str, process: subprocess.Popen[bytes], log: Path,
+                 args: list[str]) -> None:
+        self.name, self.process, self.log, self.args = name, process, log, args
 
     def failed(self, what: str) -> ControlPlaneError:
         return ControlPlaneError(f"{self.name} {what}; last lines of {self.log}:\n"
@@ -288,7 +289,7 @@ class ControlPlane:
                 [str(self._binaries[name]), *args], stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=_die_with_parent)
-        component = _Component(name, process, log)
+        component = _Component(name, process, log, args)
         self._components.append(component)
         return component
 
@@ -355,24 +356,22 @@ class ControlPlane:
         component.process.wait()
 
     async def restart(self, name: str, *, within: float | None = None) -> float:
-        """Start kube-apiserver or kube-controller-manager again (killing it first if it
-        runs) with the same flags, port, certificates and data, and wait until it is
-        ready; returns the seconds that took. etcd cannot be restarted (its ports are
-        chosen at start): :meth:`pause` it instead. ``within`` defaults to the
-        start-up timeout."""
-        spawn = {_APISERVER: self._spawn_apiserver,
-                 _KCM: self._spawn_controller_manager}.get(name)
-        if spawn is None:
-            raise ValueError(f"{name!r} cannot be restarted: only {_APISERVER!r} and "
-                             f"{_KCM!r} can (pause etcd instead)")
+        """Start a component again (killing it first if it runs) with the same command
+        line: flags, ports, certificates and data (etcd on its own data directory), and
+        wait until it is ready; returns the seconds that took. ``within`` defaults to
+        the start-up timeout."""
+        if name not in (_ETCD, _APISERVER, _KCM):
+            raise ValueError(f"{name!r} cannot be restarted: only {_ETCD!r}, {_APISERVER!r} "
+                             f"and {_KCM!r} can")
         old = self._component(name)
         if old.process.poll() is None:
             self.kill(name)
         self._components.remove(old)
         begun = time.monotonic()
-        component = spawn()
+        component = self._spawn(name, old.args)
         deadline = begun + (within or self.start_timeout)
-        ready = self._apiserver_ready if name == _APISERVER else (lambda: True)
+        ready = {_APISERVER: self._apiserver_ready, _ETCD: self._etcd_healthy}.get(
+            name, lambda: True)
         while not await anyio.to_thread.run_sync(ready):
             component.check_running()
             if time.monotonic() > deadline:

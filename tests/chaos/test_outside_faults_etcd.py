@@ -191,27 +191,6 @@ async def test_etcd_paused_longer_than_the_watch_timeout_loses_nothing(
           sep="\n  ")
 
 
-def kill_etcd(plane: ControlPlane) -> list[str]:
-    """SIGKILL etcd; returns its command line, for :func:`start_etcd`. (ControlPlane.restart
-    cannot restart etcd, whose ports are chosen at start: this reuses the killed
-    process's own command line, same ports and data directory.)"""
-    old = plane._component("etcd")
-    command = [str(arg) for arg in old.process.args]  # type: ignore[union-attr]
-    plane.kill("etcd")
-    plane._components.remove(old)
-    return command
-
-
-async def start_etcd(plane: ControlPlane, command: list[str]) -> None:
-    """Start etcd again as ``command`` (ControlPlane.stop will stop it); wait until it is
-    healthy."""
-    new = plane._spawn("etcd", command[1:])
-    with anyio.fail_after(30):
-        while not await anyio.to_thread.run_sync(plane._etcd_healthy):
-            new.check_running()
-            await anyio.sleep(0.05)
-
-
 async def test_etcd_killed_and_started_again_on_its_data_loses_nothing(
         caplog: pytest.LogCaptureFixture) -> None:
     """etcd SIGKILLed behind a live kube-apiserver, started again on the same data
@@ -229,7 +208,7 @@ async def test_etcd_killed_and_started_again_on_its_data_loses_nothing(
         await write_batch(client, "before", 8)
         await converged(client, informers)
         begun = anyio.current_time()
-        command = kill_etcd(plane)
+        plane.kill("etcd")
         try:
             down = watches(informers)
             await eventually(lambda: all(now >= before + 2 for before, now in zip(
@@ -237,7 +216,7 @@ async def test_etcd_killed_and_started_again_on_its_data_loses_nothing(
                 what="watches opened while etcd is down")
             await anyio.sleep(begun + OUTAGE - anyio.current_time())  # the fault lasts
         finally:
-            await start_etcd(plane, command)
+            await plane.restart("etcd", within=30)  # same ports, same data
         outage = anyio.current_time() - begun
         back = watches(informers)
         await write_batch(client, "after", 8)
