@@ -106,6 +106,10 @@ def conversion_request(review: Any) -> tuple[str, str, list[Obj]]:
                               f"group/version")
     if not isinstance(objects, list) or not all(isinstance(o, Mapping) for o in objects):
         raise MalformedReview("request.objects is not a list of objects")
+    for index, obj in enumerate(objects):
+        if not isinstance(obj.get("metadata", {}), Mapping):
+            raise MalformedReview(f"request.objects[{index}].metadata "
+                                  f"{shown(obj.get('metadata'))} is not an object")
     return req["uid"], desired, [dict(o) for o in objects]
 
 

@@ -182,7 +182,8 @@ def still_valid_conversion(sent: Sent) -> bool:
     desired, objects = request.get("desiredAPIVersion"), request.get("objects")
     return (isinstance(request.get("uid"), str) and isinstance(desired, str)
             and "/" in desired and isinstance(objects, list)
-            and all(isinstance(o, dict) for o in objects) and depth(review) <= MAX_DEPTH)
+            and all(isinstance(o, dict) and isinstance(o.get("metadata", {}), dict)
+                    for o in objects) and depth(review) <= MAX_DEPTH)
 
 
 def to_hub(obj: dict[str, Any]) -> dict[str, Any]:
@@ -362,6 +363,19 @@ async def test_a_review_nested_too_deep_is_a_400_not_a_500(
         status, raw, _ = await post(server, session, CONVERT,
                                     Sent(dumps(review), "application/json", None, False, None))
         assert status == 200 and orjson.loads(raw)["response"]["result"] == {"status": "Success"}
+
+
+async def test_a_conversion_of_an_object_whose_metadata_is_not_an_object_is_a_400(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """It used to raise AttributeError while naming the object (HTTP 500, a traceback)."""
+    review = conversion_review()
+    review["request"]["objects"][1]["metadata"] = "x"
+    async with webhooks() as (server, session):
+        logs = LogWindow(caplog)
+        status, raw, _ = await post(server, session, CONVERT,
+                                    Sent(dumps(review), "application/json", None, False, None))
+        assert_quiet_failure(logs.take(), allowed=1)
+    assert (status, raw) == (400, b"request.objects[1].metadata 'x' is not an object\n")
 
 
 async def test_a_body_over_the_size_limit_is_a_413(caplog: pytest.LogCaptureFixture) -> None:
