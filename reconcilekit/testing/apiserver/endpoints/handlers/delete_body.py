@@ -104,7 +104,7 @@ def delete_options_body(body: Any) -> dict[str, Any]:
             raise _unmarshal(value, f"DeleteOptions.{key}", go_type)
         if item_type is not None:
             for item in value or ():
-                if not isinstance(item, str):
+                if item is not None and not isinstance(item, str):  # null: Go's ""
                     raise _unmarshal(item, f"DeleteOptions.{key}", item_type)
         if key == "preconditions" and value:
             for name, inner in value.items():

@@ -149,7 +149,7 @@ class DeleteOptions:
             raise StatusError.invalid_options("DeleteOptions", causes)
         return cls(pre.get("uid"), pre.get("resourceVersion"),
                    grace if isinstance(grace, int) else None, policy, orphan,
-                   dry_run_of([str(v) for v in dry], "DeleteOptions"))
+                   dry_run_of(["" if v is None else str(v) for v in dry], "DeleteOptions"))
 
 
 def _go_bool(value: str) -> bool:
