@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, TypedDict, Unpack
 
 import aiohttp
 
+from ._client_answers import check_list
 from ._client_config import load_from_environment, load_in_cluster, load_kubeconfig
 from ._client_requests import (
     PATCH_CONTENT_TYPES,
@@ -222,7 +223,10 @@ class Client:
 
         ``namespace`` None lists a namespaced resource across all namespaces.
         Selectors are strings (``"app=web,tier!=db"``), ``{"app": "web"}`` or
-        selector objects. Follow ``metadata.continue`` for the next page, or
+        selector objects. An answer that is not a List (no ``items``, an item
+        without ``metadata.name``, a field of the wrong type) raises
+        :class:`APIError` with reason ``InvalidResponse`` naming what was
+        wrong. Follow ``metadata.continue`` for the next page, or
         use :meth:`list_all` / :meth:`iter_list`. ``metadata_only=True`` asks
         for a ``PartialObjectMetadataList``: each item's metadata alone.
         ``shard_selector`` (KEP-5866, ``ShardedListAndWatch``) asks for the
@@ -234,9 +238,10 @@ class Client:
                                   resource_version))
         if shard_selector is not None:
             params["shardSelector"] = str(shard_selector)
-        return await self.request("GET", resource.path(scope(resource, namespace)),
-                                  params=params,
-                                  accept=PARTIAL_OBJECT_METADATA_LIST if metadata_only else None)
+        answer = await self.request("GET", resource.path(scope(resource, namespace)),
+                                    params=params, accept=(PARTIAL_OBJECT_METADATA_LIST
+                                                           if metadata_only else None))
+        return check_list(answer, f"list of {resource.plural}")
 
     async def list_all(self, resource: Resource, namespace: str | None = None, *,
                        label_selector: LabelSelectorLike | None = None,

@@ -36,7 +36,7 @@ import orjson
 from ._client import Client
 from ._clock import Clock, SystemClock
 from ._objects import Obj, ObjectKey, Resource, object_key
-from ._store import NAMESPACE_INDEX, IndexFunc, Store
+from ._store import NAMESPACE_INDEX, IndexFunc, Store, encode
 from ._watcher import Backoff, Watcher
 
 __all__ = [
@@ -219,7 +219,7 @@ class Informer:
         for obj in self.store.list():
             for handler in self._handlers:
                 if handler.on_update is not None:
-                    self._call(handler.on_update, obj, orjson.loads(orjson.dumps(obj)))
+                    self._call(handler.on_update, obj, orjson.loads(encode(obj)))
 
     def statistics(self) -> InformerStatistics:
         """This informer's numbers, summed over its watchers when it watches several
@@ -295,7 +295,7 @@ class Informer:
 
     def _upsert(self, key: ObjectKey, obj: Obj) -> None:
         self._observe(key, obj)
-        raw = orjson.dumps(obj)
+        raw = encode(obj)
         if not self._handlers:  # nobody to tell: no need to decode what was stored
             self.store.put(obj, raw)
             return
@@ -316,7 +316,7 @@ class Informer:
     def _notify_delete(self, obj: Obj) -> None:
         for i, handler in enumerate(self._handlers):
             if handler.on_delete is not None:
-                self._call(handler.on_delete, obj if i == 0 else orjson.loads(orjson.dumps(obj)))
+                self._call(handler.on_delete, obj if i == 0 else orjson.loads(encode(obj)))
 
     def _call(self, fn: Callable[..., None], *args: Obj) -> None:
         try:

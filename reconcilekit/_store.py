@@ -14,6 +14,7 @@ are computed once, when an object is stored, from the decoded object, so
 from __future__ import annotations
 
 import heapq
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -33,6 +34,25 @@ NAMESPACE_INDEX = "namespace"
 def _namespace_index(obj: Mapping[str, Any]) -> Iterable[str]:
     return ((obj.get("metadata") or {}).get("namespace") or "",)
 
+
+
+def encode(obj: Mapping[str, Any]) -> bytes:
+    """``obj`` as JSON, for the store.
+
+    orjson writes at most 255 levels of nesting, fewer than it reads (1024)
+    and than kube-apiserver stores; a deeper object is written by the
+    standard library's encoder instead (slower, and only for such objects).
+    One too deep for that too raises ValueError naming it: the watcher then
+    counts the answer as unreadable, one log line, and lists again.
+    """
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        try:
+            return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        except (RecursionError, ValueError, TypeError):
+            key = object_key(obj)
+            raise ValueError(f"object {key} is nested too deeply to be cached") from None
 
 class Store:
     """Objects by :class:`ObjectKey`, as compact JSON, with named indexes.
@@ -108,7 +128,7 @@ class Store:
         key = object_key(obj)
         # A right-sized copy: orjson's output (and a slice of a read buffer)
         # can hold three times the bytes it shows.
-        encoded = bytes(memoryview(raw if raw is not None else orjson.dumps(obj)))
+        encoded = bytes(memoryview(raw if raw is not None else encode(obj)))
         previous = self._objects.get(key)
         if previous is not None:
             self._unindex(key)

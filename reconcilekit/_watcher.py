@@ -15,10 +15,14 @@ Expected flow:
    watch again from the resume point: no relist, nothing logged above DEBUG.
 4. When the server says the resume point is too old (410 Gone/Expired, as an
    ERROR event or an HTTP status) relist: step 1 again.
-5. On any other failure (connection refused, 5xx, 403, a malformed line)
-   wait with exponential backoff and jitter (0.8 s doubling to 30 s, reset
-   after 2 minutes without failure, as client-go's reflector), then resume;
-   after a failed list, list again.
+5. On any other failure (connection refused, 5xx, 403) wait with
+   exponential backoff and jitter (0.8 s doubling to 30 s, reset after 2
+   minutes without failure, as client-go's reflector), then resume; after a
+   failed list, list again. A watch line that cannot be read (not JSON, an
+   unknown type, an object without ``metadata.name``, a field of the wrong
+   type: ``APIError`` with reason ``InvalidResponse``) is an event lost:
+   after the backoff the watcher lists again, as client-go's reflector does
+   when its decoder fails. A List that cannot be read fails the list.
 6. A watch still open ``liveness_timeout`` seconds after it was opened is
    dead: the server promised to end it at its ``timeoutSeconds``, so the
    connection no longer carries what the server sends (a peer gone without
@@ -64,15 +68,15 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import aiohttp
 import anyio
-import orjson
 
 from ._client import PARTIAL_OBJECT_METADATA, Client
+from ._client_answers import INVALID_RESPONSE, watch_event
 from ._clock import Clock, SystemClock
 from ._errors import APIConnectionError, APIError, Gone, describe_error, error_from_status
 from ._logging import RepeatFilter
@@ -238,9 +242,14 @@ class Watcher:
                 delay = self.backoff.next_delay()
                 self._failing += 1
                 what = "list" if listing else "watch"
+                # An event that could not be read is lost: only a list can make up for it.
+                malformed = not listing and _malformed(err)
+                if malformed:
+                    self._rv = None
                 self._failures.log(logger, logging.WARNING, (what, self._last_error),
-                                   "%s: %s failed (attempt %d): %s; retrying in %.1fs",
-                                   self.resource, what, self._failing, self._last_error, delay,
+                                   "%s: %s failed (attempt %d): %s; %s in %.1fs",
+                                   self.resource, what, self._failing, self._last_error,
+                                   "relisting" if malformed else "retrying", delay,
                                    extra={"resource": str(self.resource)})
                 await self.clock.sleep(delay)
             except Exception as err:  # a sink (handler) bug must not end the watcher
@@ -345,28 +354,27 @@ class Watcher:
             await self.clock.sleep(left)
 
     def _handle(self, sink: WatchSink, line: bytes) -> None:
-        event = orjson.loads(line)
-        if not isinstance(event, Mapping):
-            raise ValueError(f"watch line is not an object: {line[:200]!r}")
-        type_, obj = event.get("type"), event.get("object")
-        if not isinstance(obj, dict):
-            raise ValueError(f"watch event without an object: {line[:200]!r}")
+        type_, obj = watch_event(line)
         self._touch()
         if type_ == "ERROR":
             raise error_from_status(obj)
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        rv = obj["metadata"].get("resourceVersion")
         if type_ == "BOOKMARK":
             if rv:
-                self._rv = str(rv)
+                self._rv = rv
             return
-        if type_ not in ("ADDED", "MODIFIED", "DELETED"):
-            raise ValueError(f"unknown watch event type {type_!r}")
         self._events += 1
         if self.metadata_only:
             obj["apiVersion"], obj["kind"] = self.resource.api_version, self.resource.kind
         sink.apply(type_, obj)
         if rv:
-            self._rv = str(rv)
+            self._rv = rv
+
+
+def _malformed(err: BaseException) -> bool:
+    """Whether ``err`` says the server's answer could not be read."""
+    return (isinstance(err, APIError) and err.reason == INVALID_RESPONSE) or (
+        isinstance(err, ValueError) and not isinstance(err, APIError))
 
 
 def _only(group: BaseExceptionGroup[BaseException]) -> BaseException:

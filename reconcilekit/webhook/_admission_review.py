@@ -32,6 +32,10 @@ __all__ = ["AdmissionDenied", "AdmissionRequest", "MalformedReview", "UserInfo",
 
 ADMISSION_V1: Final = "admission.k8s.io/v1"
 OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+MAX_DEPTH: Final = 250
+"""Deepest nesting of a review body the server accepts: the answer, which carries the
+objects as deep again, must stay within what orjson writes (255), and copying and
+diffing them within Python's recursion limit."""
 
 
 class MalformedReview(ValueError):
@@ -115,10 +119,19 @@ class AdmissionRequest:
         if not isinstance(uid, str) or not uid:
             raise MalformedReview("the AdmissionReview's request has no uid")
         if operation not in OPERATIONS:
-            raise MalformedReview(f"request.operation {operation!r} is not one of "
+            raise MalformedReview(f"request.operation {shown(operation)} is not one of "
                                   f"{', '.join(OPERATIONS)}")
         given = req.get("userInfo")
         user: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        groups, extra = user.get("groups") or [], user.get("extra") or {}
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            raise MalformedReview(f"request.userInfo.groups {shown(groups)} is not a list of "
+                                  f"strings")
+        if not isinstance(extra, Mapping) or not all(
+                isinstance(v, list) and all(isinstance(s, str) for s in v)
+                for v in extra.values()):
+            raise MalformedReview(f"request.userInfo.extra {shown(extra)} is not a map of "
+                                  f"lists of strings")
         kind = _strings(req.get("kind"))
         resource = _strings(req.get("resource"))
         return cls(
@@ -126,9 +139,7 @@ class AdmissionRequest:
             sub_resource=str(req.get("subResource") or ""),
             name=str(req.get("name") or ""), namespace=str(req.get("namespace") or ""),
             user=UserInfo(str(user.get("username") or ""), str(user.get("uid") or ""),
-                          tuple(user.get("groups") or ()),
-                          {str(k): tuple(v) for k, v in (user.get("extra") or {}).items()
-                           if isinstance(v, list)}),
+                          tuple(groups), {str(k): tuple(v) for k, v in extra.items()}),
             object=_object(req.get("object")), old_object=_object(req.get("oldObject")),
             dry_run=bool(req.get("dryRun")), options=_object(req.get("options")),
             request_kind=_strings(req.get("requestKind")) or kind,
@@ -137,14 +148,42 @@ class AdmissionRequest:
 
 def review_request(review: Any, api_version: str, kind: str, setting: str) -> Any:
     """The ``request`` of a review of ``kind`` at ``api_version``; :class:`MalformedReview`
-    if the body is another kind or version (``setting`` names what to fix)."""
+    if the body is another kind or version (``setting`` names what to fix), or nests
+    deeper than :data:`MAX_DEPTH`."""
     if not isinstance(review, Mapping):
         raise MalformedReview("the body is not a JSON object")
+    if nests_deeper(review, MAX_DEPTH):
+        raise MalformedReview(f"the body nests objects and lists deeper than {MAX_DEPTH} "
+                              f"levels, more than this server decodes")
     if review.get("apiVersion") != api_version or review.get("kind") != kind:
         raise MalformedReview(
-            f"expected kind {kind} of {api_version}, got kind {review.get('kind')!r} of "
-            f"apiVersion {review.get('apiVersion')!r} (set {setting} to [v1])")
+            f"expected kind {kind} of {api_version}, got kind {shown(review.get('kind'))} of "
+            f"apiVersion {shown(review.get('apiVersion'))} (set {setting} to [v1])")
     return review.get("request")
+
+
+def nests_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` has objects or lists nested more than ``limit`` levels (iterative:
+    safe on any depth)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = (item.values() if isinstance(item, Mapping)
+                    else item if isinstance(item, list) else None)
+        if children is None:
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in children
+                     if isinstance(child, Mapping | list))
+    return False
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for a message, cut to ``limit`` characters: a request's values
+    may be megabytes long, and a refusal must not repeat them."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def review_response(uid: str, verdict: Verdict, patch: list[Obj] | None = None) -> Obj:

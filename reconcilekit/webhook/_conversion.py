@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .._objects import Obj
-from ._admission_review import MalformedReview, review_request
+from ._admission_review import MalformedReview, review_request, shown
 
 __all__ = ["Conversion", "ConversionFailed", "ConvertFunction"]
 
@@ -64,8 +64,8 @@ class Conversion:
         name = (obj.get("metadata") or {}).get("name", "")
         for version in (have, want):
             if version not in self.versions:
-                raise ConversionFailed(f"{self.kind} {name!r}: no conversion for version "
-                                       f"{version!r} (known: {', '.join(self.versions)})")
+                raise ConversionFailed(f"{self.kind} {shown(name)}: no conversion for version "
+                                       f"{shown(version)} (known: {', '.join(self.versions)})")
         out = copy.deepcopy(obj)
         if have == want:
             return out
@@ -77,7 +77,7 @@ class Conversion:
         except ConversionFailed:
             raise
         except Exception as err:
-            raise ConversionFailed(f"converting {self.kind} {name!r} from {have} to {want} "
+            raise ConversionFailed(f"converting {self.kind} {shown(name)} from {have} to {want} "
                                    f"failed: {type(err).__name__}: {err}") from err
         return out
 
@@ -102,9 +102,14 @@ def conversion_request(review: Any) -> tuple[str, str, list[Obj]]:
     desired = req.get("desiredAPIVersion")
     objects = req.get("objects")
     if not isinstance(desired, str) or "/" not in desired:
-        raise MalformedReview(f"request.desiredAPIVersion {desired!r} is not group/version")
+        raise MalformedReview(f"request.desiredAPIVersion {shown(desired)} is not "
+                              f"group/version")
     if not isinstance(objects, list) or not all(isinstance(o, Mapping) for o in objects):
         raise MalformedReview("request.objects is not a list of objects")
+    for index, obj in enumerate(objects):
+        if not isinstance(obj.get("metadata", {}), Mapping):
+            raise MalformedReview(f"request.objects[{index}].metadata "
+                                  f"{shown(obj.get('metadata'))} is not an object")
     return req["uid"], desired, [dict(o) for o in objects]
 
 
@@ -121,5 +126,5 @@ def _version_of(obj: Mapping[str, Any], group: str) -> str:
     api_version = str(obj.get("apiVersion") or "")
     prefix, _, version = api_version.rpartition("/")
     if prefix != group:
-        raise ConversionFailed(f"apiVersion {api_version!r} is not in group {group!r}")
+        raise ConversionFailed(f"apiVersion {shown(api_version)} is not in group {group!r}")
     return version

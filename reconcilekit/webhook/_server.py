@@ -24,7 +24,12 @@ Guarantees:
     — never an HTTP 500; the traceback is logged once per webhook and kind
     of error, then one line each time;
   * a body that is not a review gets HTTP 400 with a message that says what
-    is wrong, and one log line;
+    is wrong (values quoted from the body cut short), and one WARNING line:
+    the API server that sent it is misconfigured (a wrong
+    ``admissionReviewVersions``) or something else is posting; a body over
+    32 MiB gets 413, also with one line; one nested deeper than 250 levels
+    gets 400 (the answer could not be written); the ``Content-Type`` is
+    not checked (the body decides);
   * a healthy server logs nothing per request (DEBUG only).
 """
 
@@ -54,6 +59,7 @@ from ._admission_review import (
     Verdict,
     json_patch,
     review_response,
+    shown,
 )
 from ._certificates import CertificateFiles, CertificateSource, ServingCertificate
 from ._conversion import (
@@ -79,6 +85,7 @@ logger = logging.getLogger("reconcilekit.webhook")
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 CONVERT_PATH = "/convert"
+MAX_BODY = 32 * 1024 * 1024  # kube-apiserver sends an object and its old version, 3 MiB each
 _ADMISSION = "admissionregistration.k8s.io"
 VALIDATING_CONFIGURATIONS = Resource(_ADMISSION, "v1", "ValidatingWebhookConfiguration",
                                      "validatingwebhookconfigurations", namespaced=False)
@@ -243,7 +250,7 @@ class WebhookServer:
     async def run(self, *, on_certificate_change: Callable[[], object] | None = None,
                   task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled; started once the port is bound (:attr:`port` is the bound one)."""
-        app = web.Application(client_max_size=32 * 1024 * 1024)
+        app = web.Application(client_max_size=MAX_BODY)
         for path, hook in self.hooks.items():
             app.router.add_post(path, self._admission_handler(hook))
         if self.conversions:
@@ -281,9 +288,9 @@ class WebhookServer:
         async def handle(request: web.Request) -> web.Response:
             started = time.perf_counter()
             try:
-                review = orjson.loads(await request.read())
+                review = orjson.loads(await _read(request))
                 admission = AdmissionRequest.from_review(review)
-            except (orjson.JSONDecodeError, MalformedReview) as err:
+            except (orjson.JSONDecodeError, MalformedReview, _TooLarge) as err:
                 return self._bad_request(hook.path, err)
             verdict, patch = await self._admit(hook, admission,
                                                hook.deadline(request.query.get("timeout")))
@@ -353,8 +360,8 @@ class WebhookServer:
     async def _convert(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
         try:
-            uid, desired, objects = conversion_request(orjson.loads(await request.read()))
-        except (orjson.JSONDecodeError, MalformedReview) as err:
+            uid, desired, objects = conversion_request(orjson.loads(await _read(request)))
+        except (orjson.JSONDecodeError, MalformedReview, _TooLarge) as err:
             return self._bad_request(CONVERT_PATH, err)
         converted: list[Obj] = []
         failure: str | None = None
@@ -364,7 +371,8 @@ class WebhookServer:
                 found = self.conversions.get((group, str(obj.get("kind"))))
                 if found is None:
                     raise ConversionFailed(f"no conversion registered for kind "
-                                           f"{obj.get('kind')!r} of {obj.get('apiVersion')!r}")
+                                           f"{shown(obj.get('kind'))} of "
+                                           f"{shown(obj.get('apiVersion'))}")
                 converted.append(found[1].convert(obj, desired))
         except ConversionFailed as err:
             failure = str(err)
@@ -375,9 +383,10 @@ class WebhookServer:
     def _bad_request(self, path: str, err: Exception) -> web.Response:
         message = (f"the body is not JSON: {err}" if isinstance(err, orjson.JSONDecodeError)
                    else str(err))
+        status = 413 if isinstance(err, _TooLarge) else 400
         logger.warning("webhook %s: bad request: %s", path, message)
-        self._observe(path, "400", None)
-        return web.Response(status=400, text=message + "\n")
+        self._observe(path, str(status), None)
+        return web.Response(status=status, text=message + "\n")
 
     def _observe(self, path: str, answer: str, started: float | None) -> None:
         if self._requests is not None:
@@ -398,6 +407,19 @@ class WebhookServer:
 
     def __repr__(self) -> str:
         return f"WebhookServer({self.name!r}, {len(self.hooks)} hook(s), {self.base_url})"
+
+
+class _TooLarge(Exception):
+    """The body is over the server's limit (answered 413)."""
+
+
+async def _read(request: web.Request) -> bytes:
+    """The body, or :class:`_TooLarge` naming the limit."""
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise _TooLarge(f"the body is larger than {MAX_BODY} bytes, the most this server "
+                        f"reads") from None
 
 
 def _json(body: Obj) -> web.Response:

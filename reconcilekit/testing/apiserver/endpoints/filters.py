@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -95,8 +96,14 @@ Filter = Callable[[ServerContext, web.Request, Scope, Next], Awaitable[web.Strea
 
 def json_response(body: Any, status: int = 200,
                   headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type=_JSON,
-                        headers=headers)
+    """``body`` as JSON. orjson writes at most 255 levels of nesting (a Status quoting a
+    value sent nested deeper, an object stored so): deeper answers are written by the
+    standard library's encoder."""
+    try:
+        raw = orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return web.Response(body=raw, status=status, content_type=_JSON, headers=headers)
 
 
 def status_response(err: StatusError) -> web.Response:

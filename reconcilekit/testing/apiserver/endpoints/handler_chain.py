@@ -136,6 +136,8 @@ class Handler:
             return await self._scale(request, req, verb, who)
         match verb:
             case "get":
+                if request.query.get("resourceVersion"):  # checked before the object is read
+                    resource_version(request.query["resourceVersion"])
                 return await self._get(req, rendering(request.headers.get("Accept", ""),
                                                       req.rtype, is_list=False))
             case "list":

@@ -148,10 +148,14 @@ def int_param(query: Mapping[str, str], name: str, default: int) -> int:
 def resource_version(value: str) -> int:
     """A resourceVersion query parameter as an integer.
 
-    kube-apiserver answers an unparsable one with a 500 naming the parameter
-    (the storage layer's error, passed on).
+    kube-apiserver answers an unparsable one (not a decimal uint64) with a 500
+    naming the parameter (the storage layer's error, passed on), on a list
+    and on a get alike, before it looks for the object.
     """
-    if not value.isdigit():
+    if not value.isascii() or not value.isdigit():
         raise StatusError(500, "", f'resourceVersion: Invalid value: "{value}": '
                           f'strconv.ParseUint: parsing "{value}": invalid syntax')
+    if int(value) >= 2**64:
+        raise StatusError(500, "", f'resourceVersion: Invalid value: "{value}": '
+                          f'strconv.ParseUint: parsing "{value}": value out of range')
     return int(value)

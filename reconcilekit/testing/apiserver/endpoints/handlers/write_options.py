@@ -13,8 +13,9 @@ import orjson
 from ....._selector_syntax import go_quote
 from ...machinery.request_info import go_int
 from ...machinery.status import Cause, StatusError
-from ...machinery.unstructured import Obj, json_type
+from ...machinery.unstructured import Obj
 from ...machinery.validation import invalid
+from .delete_body import delete_options_body
 
 __all__ = ["DeleteOptions", "WriteOptions", "dry_run_of", "parse_json"]
 
@@ -118,16 +119,15 @@ class DeleteOptions:
     @classmethod
     def parse(cls, raw: bytes, query: Mapping[str, str],
               query_dry_run: Sequence[str] = ()) -> DeleteOptions:
-        """Decode and validate (400 for a bad body or query, 422 for bad values).
+        """Decode and validate (400 for a body that is not JSON or a bad query, 500 for a
+        body that does not decode into DeleteOptions as on kube-apiserver: see
+        :func:`delete_options_body`, 422 for bad values).
 
         ``query_dry_run`` holds the query's ``dryRun`` values (the parameter repeats).
         """
         grace: Any
         if raw.strip():
-            body = parse_json(raw)
-            if not isinstance(body, dict):
-                raise StatusError.bad_request(f"json: cannot unmarshal {json_type(body)} into Go "
-                                              "value of type v1.DeleteOptions")
+            body = delete_options_body(parse_json(raw))
             pre = body.get("preconditions") or {}
             grace, policy = body.get("gracePeriodSeconds"), body.get("propagationPolicy")
             orphan, dry = body.get("orphanDependents"), body.get("dryRun") or []
@@ -149,7 +149,7 @@ class DeleteOptions:
             raise StatusError.invalid_options("DeleteOptions", causes)
         return cls(pre.get("uid"), pre.get("resourceVersion"),
                    grace if isinstance(grace, int) else None, policy, orphan,
-                   dry_run_of([str(v) for v in dry], "DeleteOptions"))
+                   dry_run_of(["" if v is None else str(v) for v in dry], "DeleteOptions"))
 
 
 def _go_bool(value: str) -> bool:

@@ -12,6 +12,7 @@ GuaranteedUpdate does (:meth:`WritePath.guaranteed_update`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -137,8 +138,7 @@ class WritePath:
                      kind: Any = None, version: str | None = None) -> StatusError:
         r = req.rtype.resource
         if patched:  # the patched object, as Go marshals a map: keys sorted
-            shown = orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
-            return StatusError.invalid("", "", [invalid("patch", shown, why)])
+            return StatusError.invalid("", "", [invalid("patch", _sorted_json(body), why)])
         return StatusError.bad_request(f'{kind or r.kind} in version "{version or r.version}" '
                                        f"cannot be handled as a {r.kind}: {why}")
 
@@ -356,3 +356,15 @@ def short(body: Obj) -> str:
 
 def name_of(req: ResourceRequest) -> str:
     return req.name or ""
+
+
+def _sorted_json(body: Obj) -> str:
+    """``body`` as JSON with sorted keys; orjson writes 255 levels of nesting at most, the
+    standard library's encoder a few hundred more; deeper than that it is not shown."""
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:
+        try:
+            return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except RecursionError:
+            return "(an object nested too deeply to show)"
