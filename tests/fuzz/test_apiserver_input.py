@@ -360,6 +360,22 @@ async def test_a_value_nested_deeper_than_orjson_writes_is_answered_not_a_500(
         assert record.exc_info is None and record.levelno <= logging.WARNING
 
 
+async def test_a_body_without_a_kind_nested_deeper_than_orjson_writes_is_a_400(
+        apiserver: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """A ConfigMap whose apiVersion is a value nested 300 levels deep (so no kind can be
+    read from it) is a 400 quoting the start of the body; the in-process server used to
+    answer 500 with a traceback (orjson could not write the body into the message)."""
+    logs = LogWindow(caplog)
+    answer = await apiserver.request(
+        "POST", f"/api/v1/namespaces/{apiserver.namespace}/configmaps",
+        content_type="application/json",
+        body=dumps({"apiVersion": Deep(300), "metadata": {"name": "fuzz-deep-kind"}}))
+    assert answer.status == 400, str(answer.body)[:300]
+    assert status_problem(answer.status, answer.body, Call("POST", "", {}, None, None)) is None
+    for record in logs.take():
+        assert record.exc_info is None and record.levelno <= logging.WARNING
+
+
 def _class(status: int) -> str:
     return f"{status // 100}xx"
 

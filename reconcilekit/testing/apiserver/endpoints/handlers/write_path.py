@@ -350,7 +350,7 @@ def dedup_owner_references(meta: Obj) -> None:
 
 
 def short(body: Obj) -> str:
-    text = orjson.dumps(body).decode()
+    text = _json_text(body, sort_keys=False)
     return text if len(text) <= 200 else text[:200] + "..."
 
 
@@ -359,12 +359,17 @@ def name_of(req: ResourceRequest) -> str:
 
 
 def _sorted_json(body: Obj) -> str:
-    """``body`` as JSON with sorted keys; orjson writes 255 levels of nesting at most, the
-    standard library's encoder a few hundred more; deeper than that it is not shown."""
+    return _json_text(body, sort_keys=True)
+
+
+def _json_text(body: Obj, *, sort_keys: bool) -> str:
+    """``body`` as JSON; orjson writes 255 levels of nesting at most, the standard
+    library's encoder a few hundred more; deeper than that it is not shown."""
     try:
-        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
     except orjson.JSONEncodeError:
         try:
-            return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            return json.dumps(body, sort_keys=sort_keys, separators=(",", ":"),
+                              ensure_ascii=False)
         except RecursionError:
             return "(an object nested too deeply to show)"
