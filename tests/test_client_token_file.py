@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reconcilekit import Client, Resource, Unauthorized
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, write_volume
 from reconcilekit.testing.apiserver import APIServer
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
@@ -26,18 +26,8 @@ REVIEWS = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 
 
 def write_like_the_kubelet(volume: Path, token: str) -> Path:
-    """Write ``token`` into ``volume`` as the kubelet's atomic writer does: a new
-    timestamped directory, ``..data`` swapped to it by a rename, ``token`` a link into
-    ``..data``. Returns the token file's path."""
-    fresh = volume / f"..{secrets.token_hex(4)}"
-    fresh.mkdir()
-    (fresh / "token").write_text(token)
-    (volume / "..data_tmp").symlink_to(fresh.name)
-    os.replace(volume / "..data_tmp", volume / "..data")
-    link = volume / "token"
-    if not link.is_symlink():
-        link.symlink_to("..data/token")
-    return link
+    """Write ``token`` into ``volume`` as the kubelet rotates a projected token."""
+    return write_volume(volume, {"token": token})["token"]
 
 
 def rewrite_unseen(path: Path, token: str) -> None:

@@ -9,8 +9,10 @@
 * :class:`NodeSimulator`: the scheduler's and kubelet's part for a cluster
   with no nodes.
 * :class:`FakeClock`: a clock that only moves when the test says so.
-* :class:`TCPProxy`: a proxy in front of a server that counts the bytes and
-  can black-hole its open connections.
+* :class:`TCPProxy`: a proxy in front of a server that counts the bytes,
+  delays them, and can cut or black-hole its connections.
+* :func:`write_volume`: files replaced in a directory as the kubelet replaces
+  a Secret or projected token volume (rotated certificates and tokens).
 """
 
 from ._audit import AuditEvent as AuditEvent
@@ -23,6 +25,7 @@ from ._eventually import eventually as eventually
 from ._fake_clock import FakeClock as FakeClock
 from ._nodes import NodeSimulator as NodeSimulator
 from ._tcp_proxy import TCPProxy as TCPProxy
+from ._volumes import write_volume as write_volume
 from ._webhook_install import installed_webhooks as installed_webhooks
 from .apiserver import APIServer as APIServer
 from .apiserver import Faults as Faults
@@ -41,4 +44,5 @@ __all__ = [
     "TCPProxy",
     "eventually",
     "installed_webhooks",
+    "write_volume",
 ]

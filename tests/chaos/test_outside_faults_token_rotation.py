@@ -15,8 +15,6 @@ client's side is tested in-process in ``tests/test_client_token_file.py``).
 from __future__ import annotations
 
 import logging
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from kubernetes_asyncio.client import Configuration
 
 from reconcilekit import APIConnectionError, APIError, Client, Resource
 from reconcilekit.lowlevel import Informer
-from reconcilekit.testing import Cluster, eventually
+from reconcilekit.testing import Cluster, eventually, write_volume
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -41,19 +39,8 @@ Obj = dict[str, Any]
 
 
 def write_like_the_kubelet(volume: Path, token: str) -> Path:
-    """Write ``token`` into ``volume`` as the kubelet's atomic writer does (a new
-    timestamped directory, ``..data`` swapped to it by a rename, ``token`` a link into
-    ``..data``); returns the token file's path. (The same as in
-    tests/test_client_token_file.py: test modules do not import each other.)"""
-    fresh = volume / f"..{secrets.token_hex(4)}"
-    fresh.mkdir()
-    (fresh / "token").write_text(token)
-    (volume / "..data_tmp").symlink_to(fresh.name)
-    os.replace(volume / "..data_tmp", volume / "..data")
-    link = volume / "token"
-    if not link.is_symlink():
-        link.symlink_to("..data/token")
-    return link
+    """Write ``token`` into ``volume`` as the kubelet rotates a projected token."""
+    return write_volume(volume, {"token": token})["token"]
 
 
 async def grant(admin: Client, ns: str) -> None:

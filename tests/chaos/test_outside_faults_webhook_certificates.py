@@ -23,8 +23,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import os
-import secrets
 import ssl
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +33,7 @@ import pytest
 from cryptography import x509
 
 from reconcilekit import APIConnectionError, APIError, Client, Manager, Resource
-from reconcilekit.testing import Cluster, eventually
+from reconcilekit.testing import Cluster, eventually, write_volume
 from reconcilekit.webhook import (
     AdmissionRequest,
     CertificateFiles,
@@ -57,16 +55,8 @@ Obj = dict[str, Any]
 def mount(volume: Path, cert: ServingCertificate, ca_bundle: bytes) -> None:
     """Write ``cert`` (and ``ca_bundle`` as ``ca.crt``) into ``volume`` as the kubelet
     updates a Secret volume: a fresh directory, ``..data`` swapped to it by a rename."""
-    fresh = volume / f"..{secrets.token_hex(4)}"
-    fresh.mkdir()
-    (fresh / "tls.crt").write_bytes(cert.cert_pem)
-    (fresh / "tls.key").write_bytes(cert.key_pem)
-    (fresh / "ca.crt").write_bytes(ca_bundle)
-    (volume / "..data_tmp").symlink_to(fresh.name)
-    os.replace(volume / "..data_tmp", volume / "..data")
-    for name in ("tls.crt", "tls.key", "ca.crt"):
-        if not (volume / name).is_symlink():
-            (volume / name).symlink_to(f"..data/{name}")
+    write_volume(volume, {"tls.crt": cert.cert_pem, "tls.key": cert.key_pem,
+                          "ca.crt": ca_bundle})
 
 
 def rewrite_in_place(volume: Path, cert: ServingCertificate) -> None:
