@@ -199,7 +199,8 @@ class Transport:
 
     def _session(self, url: str = "") -> tuple[aiohttp.ClientSession, dict[str, Any]]:
         """The session for ``url`` (created on first use, inside the running loop) and
-        per-request options: Lease requests have a session of their own."""
+        per-request options: Lease requests have a session of their own (requests
+        only: a watch, even of Leases, never takes one of its connections)."""
         if self._closed:
             raise RuntimeError("the client is closed")
         if _LEASES_PATH in url:
@@ -351,7 +352,7 @@ class Transport:
         """
         labels = request_labels("GET", path, params)
         url = self.host + path
-        session, extra = self._session(url)
+        session, extra = self._session()  # a watch of Leases holds no Lease connection
         stream_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
                                                sock_read=inactivity_timeout)
         reauthenticated = False

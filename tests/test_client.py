@@ -751,6 +751,23 @@ async def test_lease_requests_never_wait_for_a_connection_behind_the_work(
                 stream.release()
 
 
+async def test_watches_of_leases_leave_the_lease_connections_to_requests(
+        apiserver: Cluster) -> None:
+    """Lease connections are for requests: watches of Leases (as a controller of Leases
+    opens) go over the pool, so even two of them leave a renewal a connection."""
+    ns = apiserver.namespace
+    async with Client(apiserver.configuration, timeout=60) as client:
+        streams = [await client.open_stream(LEASES.path(ns), {"watch": True})
+                   for _ in range(2)]
+        try:
+            with anyio.fail_after(30):  # both Lease connections held: 60 s, an error
+                with pytest.raises(NotFound):
+                    await client.get(LEASES, "nobody", ns)
+        finally:
+            for stream in streams:
+                stream.release()
+
+
 async def test_a_client_closed_in_a_cancelled_scope_closes_its_lease_connections_too(
         apiserver: Cluster) -> None:
     """A manager killed by cancellation closes its client from a cancelled scope: both
