@@ -15,9 +15,11 @@ default ``$RECONCILEKIT_TEST_ASSETS`` or ``$KUBEBUILDER_ASSETS``), one run at a
 time, and records for each run its exit status, duration, the counts pytest
 reports and the ids of failing tests.
 
-The record goes to ``--out`` (default ``benchmarks/results/loaded_suite.json``)
-and a Markdown table to standard output. The exit status is 1 if any run
-failed. Arguments after ``--`` go to pytest (e.g. ``-- tests/test_informer.py``).
+The record goes to ``--out`` (default ``benchmarks/results/loaded_suite.json``),
+rewritten after every run, with each run's whole pytest output beside it
+(``loaded_suite-<backend>-<n>.log``), and a Markdown table to standard output.
+The exit status is 1 if any run failed. Arguments after ``--`` go to pytest
+(e.g. ``-- tests/test_informer.py``).
 """
 
 from __future__ import annotations
@@ -59,20 +61,28 @@ def _environment(backend: str, assets: str | None) -> dict[str, str]:
     return env
 
 
-def run_once(backend: str, assets: str | None, pytest_args: list[str]) -> dict[str, Any]:
-    """One whole suite run; what pytest reported, the failing test ids, the duration."""
+def run_once(backend: str, assets: str | None, pytest_args: list[str],
+             log: Path) -> dict[str, Any]:
+    """One whole suite run; what pytest reported, the failing test ids, the duration.
+    pytest's whole output (failures included) goes to ``log``."""
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args],
         cwd=ROOT, env=_environment(backend, assets), capture_output=True, text=True,
         check=False)
     took = time.monotonic() - started
+    log.write_text(done.stdout + done.stderr)
     tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     counts = {kind.rstrip("s") if kind.startswith("error") else kind: int(n)
               for n, kind in _SUMMARY.findall(tail)}
     return {"backend": backend, "exit": done.returncode, "seconds": round(took, 1),
             "counts": counts, "failed": sorted(set(_FAILED.findall(done.stdout))),
-            "summary": tail}
+            "summary": tail, "log": str(log)}
+
+
+def _write(out: Path, load: int, pytest_args: list[str], runs: list[dict[str, Any]]) -> None:
+    out.write_text(json.dumps({"load": load, "cores": os.cpu_count(),
+                               "pytest_args": pytest_args, "runs": runs}, indent=1) + "\n")
 
 
 def table(runs: list[dict[str, Any]], load: int) -> str:
@@ -119,11 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     for spinner in spinners:
         spinner.start()
     runs: list[dict[str, Any]] = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         for backend in backends:
             for i in range(args.runs):
-                run = run_once(backend, args.assets, pytest_args)
+                log = args.out.with_name(f"{args.out.stem}-{backend}-{i + 1}.log")
+                run = run_once(backend, args.assets, pytest_args, log)
                 runs.append(run)
+                _write(args.out, args.load, pytest_args, runs)
                 print(f"{backend} run {i + 1}/{args.runs}: {run['summary']} "
                       f"({run['seconds']:.0f} s)", file=sys.stderr, flush=True)
     finally:
@@ -132,9 +145,6 @@ def main(argv: list[str] | None = None) -> int:
             spinner.join(5)
             if spinner.is_alive():
                 spinner.kill()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"load": args.load, "cores": os.cpu_count(),
-                                    "pytest_args": pytest_args, "runs": runs}, indent=1) + "\n")
     print(table(runs, args.load))
     return 1 if any(run["exit"] != 0 for run in runs) else 0
 
