@@ -252,10 +252,16 @@ class Informer:
         The sink of an informer's only watcher; with several namespaces each
         watcher's list converges its own namespace.
         """
-        self._converge(objects, None)
+        self._converge(objects, None, resource_version)
 
-    def _converge(self, objects: list[Obj], namespace: str | None) -> None:
-        """Converge the objects of ``namespace`` (None: the whole store) to a complete list."""
+    def _converge(self, objects: list[Obj], namespace: str | None,
+                  resource_version: str) -> None:
+        """Converge the objects of ``namespace`` (None: the whole store) to a complete list.
+
+        An object the list no longer holds is observed at the list's
+        ``resource_version``: whatever was written to it up to then is superseded
+        (a write whose DELETED event the watch never carried would otherwise be
+        waited for by read-your-own-writes until its timeout)."""
         fresh: dict[ObjectKey, Obj] = {}
         for obj in objects:
             if self.admit is not None and not self.admit(obj):
@@ -268,6 +274,9 @@ class Informer:
             if key not in fresh:
                 raw = self.store.delete(key)
                 assert raw is not None
+                if resource_version:
+                    for observer in self.version_observers:
+                        observer(key, resource_version)
                 self._notify_delete(orjson.loads(raw))
         for key, obj in fresh.items():
             self._upsert(key, obj)
@@ -334,7 +343,7 @@ class _NamespaceSink:
         self._informer, self._namespace = informer, namespace
 
     def replace(self, objects: list[Obj], resource_version: str) -> None:
-        self._informer._converge(objects, self._namespace)
+        self._informer._converge(objects, self._namespace, resource_version)
 
     def apply(self, event_type: str, obj: Obj) -> None:
         self._informer.apply(event_type, obj)

@@ -169,6 +169,28 @@ async def test_read_your_own_writes(apiserver: Cluster, client: Client) -> None:
         assert (await cache.get(CONFIGMAPS, "mine", ns))["metadata"]["name"] == "mine"
 
 
+async def test_a_write_whose_deletion_only_a_relist_shows_is_seen(
+        apiserver: Cluster, client: Client) -> None:
+    """Our write to an object, then its deletion by someone else, both unseen by the
+    watch (dropped events); a relist finds the object gone: our write is superseded and
+    the cache has seen it (it waited for its timeout before, the key stale meanwhile)."""
+    ns = apiserver.namespace
+    await client.create(CONFIGMAPS, {"metadata": {"name": "doomed"}}, ns)
+    cache = Cache(client, namespace=ns)
+    cache.informer_for(CONFIGMAPS)
+    async with running(cache):
+        await eventually(lambda: cache.has_seen_own_write(CONFIGMAPS, "doomed", ns))
+        apiserver.faults.drop_events("configmaps", 2)
+        await client.patch(CONFIGMAPS, "doomed", {"data": {"k": "v"}}, ns)
+        async with Client(apiserver.configuration) as other:
+            await other.delete(CONFIGMAPS, "doomed", ns)
+        assert not cache.has_seen_own_write(CONFIGMAPS, "doomed", ns)
+        apiserver.faults.compact()  # the watch resumes into a 410: a relist
+        apiserver.faults.close_watches()
+        await eventually(lambda: cache.has_seen_own_write(CONFIGMAPS, "doomed", ns))
+        assert "doomed" not in {c["metadata"]["name"] for c in await cache.list(CONFIGMAPS, ns)}
+
+
 async def test_statistics_per_informer(apiserver: Cluster, client: Client) -> None:
     cache = Cache(client, namespace=apiserver.namespace)
     cache.informer_for(CONFIGMAPS)
