@@ -274,9 +274,7 @@ class Informer:
             if key not in fresh:
                 raw = self.store.delete(key)
                 assert raw is not None
-                if resource_version:
-                    for observer in self.version_observers:
-                        observer(key, resource_version)
+                self._observe_version(key, resource_version)
                 self._notify_delete(orjson.loads(raw))
         for key, obj in fresh.items():
             self._upsert(key, obj)
@@ -297,10 +295,12 @@ class Informer:
             self._upsert(key, prepared)
 
     def _observe(self, key: ObjectKey, obj: Obj) -> None:
-        rv = _rv(obj)
-        if rv:
+        self._observe_version(key, _rv(obj))
+
+    def _observe_version(self, key: ObjectKey, resource_version: str) -> None:
+        if resource_version:
             for observer in self.version_observers:
-                observer(key, rv)
+                observer(key, resource_version)
 
     def _upsert(self, key: ObjectKey, obj: Obj) -> None:
         self._observe(key, obj)
