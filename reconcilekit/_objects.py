@@ -16,13 +16,18 @@ Obj: TypeAlias = dict[str, Any]
 """A Kubernetes object as decoded JSON (``apiVersion``, ``kind``, ``metadata``, ...)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Resource:
     """One REST resource of the API server, e.g. core/v1 ``pods``.
 
     ``group`` is ``""`` for the core group. ``plural`` names the URL segment;
     ``kind`` names the objects. ``namespaced`` is False for cluster-scoped
     resources (Namespaces, CustomResourceDefinitions, ...).
+
+    Two resources are equal (and hash alike) when these five fields are,
+    whatever their class: a :class:`TypedResource` from :mod:`reconcilekit.kinds`
+    or a custom kind's resource names the same cache entry, informer and
+    work as a ``Resource`` written by hand.
     """
 
     group: str
@@ -51,6 +56,17 @@ class Resource:
 
     def __str__(self) -> str:
         return f"{self.group_resource}/{self.version}"
+
+    def _identity(self) -> tuple[str, str, str, str, bool]:
+        return self.group, self.version, self.kind, self.plural, self.namespaced
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resource):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
 
 
 @dataclass(frozen=True, slots=True, order=True)
