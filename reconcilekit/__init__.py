@@ -69,6 +69,7 @@ from ._mappers import enqueue_owner as enqueue_owner
 from ._objects import Obj as Obj
 from ._objects import ObjectKey as ObjectKey
 from ._objects import Resource as Resource
+from ._objects import TypedResource as TypedResource
 from ._objects import object_key as object_key
 from ._predicates import Predicate as Predicate
 from ._predicates import all_of as all_of
@@ -144,6 +145,7 @@ __all__ = [
     "SystemClock",
     "TerminalError",
     "TooManyRequests",
+    "TypedResource",
     "Transform",
     "Unauthorized",
     "UnsupportedMediaType",

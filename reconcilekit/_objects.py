@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Generic, TypeAlias, TypeVar
 
-__all__ = ["Obj", "ObjectKey", "Resource", "object_key"]
+__all__ = ["Obj", "ObjectKey", "Resource", "TypedResource", "object_key"]
 
 Obj: TypeAlias = dict[str, Any]
 """A Kubernetes object as decoded JSON (``apiVersion``, ``kind``, ``metadata``, ...)."""
@@ -67,6 +67,22 @@ class Resource:
 
     def __hash__(self) -> int:
         return hash(self._identity())
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TypedResource(Resource, Generic[T]):
+    """A :class:`Resource` whose objects the type checker knows the shape of.
+
+    ``T`` is a ``TypedDict`` (the built-in kinds' shapes are in
+    :mod:`reconcilekit.kinds`); reads of a ``TypedResource[T]`` through the
+    cache and the client are typed ``T``, so ``mypy --strict`` rejects a
+    misspelled field. At run time nothing changes: the objects are the same
+    plain dicts, and a ``TypedResource`` equals the ``Resource`` with the same
+    fields.
+    """
 
 
 @dataclass(frozen=True, slots=True, order=True)
