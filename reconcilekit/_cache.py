@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -59,7 +59,7 @@ from ._informer import (
     metadata_only,
     strip_managed_fields,
 )
-from ._objects import Obj, ObjectKey, Resource, object_key
+from ._objects import Obj, ObjectKey, Resource, TypedResource, object_key
 from ._rv_expectations import ResourceVersionExpectations
 from ._selectors import LabelSelector
 
@@ -67,6 +67,7 @@ __all__ = ["Cache", "CacheSyncTimeout"]
 
 _SYSTEM_CLOCK: Final = SystemClock()
 Objs = list[Obj]  # spelled here: the class below has a method named ``list``
+_T = TypeVar("_T")
 Keys = list[ObjectKey]
 _FIELD_PREFIX = "field:"
 
@@ -144,6 +145,7 @@ class Cache:
         self.own_writes: ResourceVersionExpectations[tuple[Resource, ObjectKey]] = (
             ResourceVersionExpectations(name="cache", timeout=own_write_timeout, clock=clock))
         client.add_write_observer(self._on_write)
+        client.read_caches.add(self)
 
     # -- informers -----------------------------------------------------------------------
 
@@ -342,8 +344,14 @@ class Cache:
         self._check_namespace(resource, namespace)
         return informer
 
+    @overload
+    async def get(self, resource: TypedResource[_T], name: str,  # type: ignore[overload-overlap]
+                  namespace: str | None = None, *, metadata: Literal[False] = False) -> _T: ...
+    @overload
     async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
-                  metadata: bool = False) -> Obj:
+                  metadata: bool = False) -> Obj: ...
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  metadata: bool = False) -> Any:
         """The cached object; raises :class:`NotFound` when the cache has none.
 
         An object outside the resource's label or field selector is not in
@@ -360,9 +368,19 @@ class Cache:
                            details={"name": name, "kind": resource.plural})
         return obj
 
+    @overload
+    async def list(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                   namespace: str | None = None, *,
+                   label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+                   field: tuple[str, str] | None = None,
+                   metadata: Literal[False] = False) -> list[_T]: ...
+    @overload
     async def list(self, resource: Resource, namespace: str | None = None, *,
                    label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
-                   field: tuple[str, str] | None = None, metadata: bool = False) -> Objs:
+                   field: tuple[str, str] | None = None, metadata: bool = False) -> Objs: ...
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+                   field: tuple[str, str] | None = None, metadata: bool = False) -> Any:
         """Cached objects, sorted by namespace/name, filtered by namespace, labels and field.
 
         ``label_selector`` is a selector string (``"app=web,tier!=db"``), a
@@ -422,6 +440,18 @@ class Cache:
             objects = [o for o in objects
                        if selector.matches((o.get("metadata") or {}).get("labels"))]
         return objects
+
+    def caches(self, resource: Resource, namespace: str | None = None) -> bool:
+        """Whether :meth:`get` of ``resource`` in ``namespace`` answers from this cache now.
+
+        True when the cache runs, holds a full (not metadata-only) informer of
+        ``resource`` and ``namespace`` is in its scope. Registers nothing.
+        """
+        fixed = self._scopes.get(resource)
+        if (self._tg is None or fixed is None
+                or _InformerKey(resource, False) not in self._informers):
+            return False
+        return not resource.namespaced or _holds(fixed.scope, namespace or "")
 
     # -- read-your-own-writes ----------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import importlib.metadata
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, Unpack
+from typing import Any, Final, Literal, TypedDict, TypeVar, Unpack, overload
 
 import aiohttp
 
@@ -36,13 +36,15 @@ from ._client_transport import ClientStatistics, Params, RequestRecord, Transpor
 from ._client_writes import WriteRecord, WriteTracker
 from ._clock import Clock, SystemClock
 from ._errors import Gone
-from ._objects import ObjectKey, Resource
+from ._objects import ObjectKey, Resource, TypedResource
+from ._read_caches import ReadCaches
 from ._shard_selector import ShardSelector
 
 __all__ = ["PARTIAL_OBJECT_METADATA", "PARTIAL_OBJECT_METADATA_LIST", "Client",
            "ClientOptions"]
 
 PropagationPolicy = Literal["Foreground", "Background", "Orphan"]
+_T = TypeVar("_T")
 
 _SYSTEM_CLOCK: Final = SystemClock()
 _DEFAULT_RETRY: Final = RetryPolicy()
@@ -94,6 +96,10 @@ class Client:
         :class:`WriteRecord`, before the call returns, and
         :meth:`last_written_rv` knows the new resourceVersion (for the last
         10,000 objects written).
+
+    ``read_caches`` holds the caches built on this client (each
+    :class:`~reconcilekit.Cache` registers itself): the read-then-write
+    helpers of :mod:`reconcilekit.upsert` read through them.
     """
 
     def __init__(self, configuration: Any, *, clock: Clock = _SYSTEM_CLOCK,
@@ -103,6 +109,7 @@ class Client:
                                     user_agent=user_agent or _default_user_agent(),
                                     retry=retry, timeout=timeout)
         self._writes = WriteTracker()
+        self.read_caches = ReadCaches()
 
     # -- construction -----------------------------------------------------------------------
 
@@ -195,8 +202,15 @@ class Client:
 
     # -- reads ------------------------------------------------------------------------------
 
+    @overload
+    async def get(self, resource: TypedResource[_T], name: str,  # type: ignore[overload-overlap]
+                  namespace: str | None = None, *,
+                  metadata_only: Literal[False] = False) -> _T: ...
+    @overload
     async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
-                  metadata_only: bool = False) -> dict[str, Any]:
+                  metadata_only: bool = False) -> dict[str, Any]: ...
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  metadata_only: bool = False) -> Any:
         """The object ``name`` (in ``namespace`` for a namespaced resource).
 
         ``metadata_only=True`` asks the server for its metadata alone: a

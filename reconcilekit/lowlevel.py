@@ -17,7 +17,6 @@ from ._errors import error_from_response as error_from_response
 from ._errors import error_from_status as error_from_status
 from ._event_loop import event_loop_options as event_loop_options
 from ._informer import Informer as Informer
-from ._leaderelection import LEASES as LEASES
 from ._leaderelection import LeaderElector as LeaderElector
 from ._store import Store as Store
 from ._watcher import Backoff as Backoff
@@ -29,7 +28,6 @@ __all__ = [
     "Backoff",
     "DeadWatchError",
     "Informer",
-    "LEASES",
     "LeaderElector",
     "PARTIAL_OBJECT_METADATA",
     "PARTIAL_OBJECT_METADATA_LIST",

@@ -1,22 +1,33 @@
 """Create or update: make an object what a mutate function says, writing only if needed.
 
 ``create_or_update`` and ``create_or_patch`` follow controller-runtime's
-``controllerutil.CreateOrUpdate`` / ``CreateOrPatch``: read the object (a
-fresh read, not the cache's: the write that follows is based on it), let
+``controllerutil.CreateOrUpdate`` / ``CreateOrPatch``: read the object, let
 ``mutate`` change it in place (it is also given a new object, with only
 apiVersion, kind, name and namespace, when there is none), then create it,
 or write what changed, or write nothing at all.
 
+The first read comes from a cache when one holds the kind (controller-runtime's
+default: its client reads through the manager's cache): a
+:class:`~reconcilekit.Cache` built on ``client`` that is running, has a full
+informer of the kind, covers the namespace and has seen this client's last
+write to the object. Otherwise, and for every retry, it is a GET.
+``read_through_cache=False`` always sends the GET.
+
 Guarantees:
   * nothing is written when ``mutate`` changed nothing: the outcome is
-    ``Outcome.UNCHANGED`` and no request but the read was made;
+    ``Outcome.UNCHANGED`` and no request but the read (none, from a cache)
+    was made;
   * ``create_or_update`` writes with the resourceVersion it read: a change
     made meanwhile by someone else is never overwritten; the 409 is retried
-    with a new read, up to ``attempts`` times, as is a create that finds
-    the object created meanwhile (AlreadyExists);
+    with a fresh read from the API server, up to ``attempts`` times, as is a
+    create that finds the object created meanwhile or kept out of the cache
+    (its selector, say): AlreadyExists;
   * ``create_or_patch`` sends a JSON merge patch of what ``mutate`` changed,
     so fields it did not touch are never written back, and a concurrent
-    change of other fields needs no retry;
+    change of other fields needs no retry. Read from a cache that lags, the
+    patch may leave out a field the cache still shows as wanted; the watch
+    event of the change that made it differ wakes the reconciler, whose next
+    pass writes it;
   * ``mutate`` may not rename or move the object: ValueError.
 """
 
@@ -47,29 +58,41 @@ class Outcome(enum.StrEnum):
 
 
 async def create_or_update(client: Client, resource: Resource, name: str,
-                           namespace: str | None, mutate: Mutate, *,
-                           attempts: int = 5) -> tuple[Outcome, Obj]:
+                           namespace: str | None, mutate: Mutate, *, attempts: int = 5,
+                           read_through_cache: bool = True) -> tuple[Outcome, Obj]:
     """Make the object ``name`` what ``mutate`` says, with an update (PUT) if it exists.
 
     Returns what was done and the object as stored (or as read, unchanged).
     """
-    return await _converge(client, resource, name, namespace, mutate, attempts, patch=False)
+    return await _converge(client, resource, name, namespace, mutate, attempts,
+                           patch=False, cached=read_through_cache)
 
 
 async def create_or_patch(client: Client, resource: Resource, name: str,
-                          namespace: str | None, mutate: Mutate, *,
-                          attempts: int = 5) -> tuple[Outcome, Obj]:
+                          namespace: str | None, mutate: Mutate, *, attempts: int = 5,
+                          read_through_cache: bool = True) -> tuple[Outcome, Obj]:
     """Like :func:`create_or_update`, writing only the changed fields (a merge patch)."""
-    return await _converge(client, resource, name, namespace, mutate, attempts, patch=True)
+    return await _converge(client, resource, name, namespace, mutate, attempts,
+                           patch=True, cached=read_through_cache)
 
 
 async def _converge(client: Client, resource: Resource, name: str, namespace: str | None,
-                    mutate: Mutate, attempts: int, *, patch: bool) -> tuple[Outcome, Obj]:
+                    mutate: Mutate, attempts: int, *, patch: bool,
+                    cached: bool) -> tuple[Outcome, Obj]:
     ns = namespace if resource.namespaced else None
+    first = True
+
+    async def read() -> Obj:
+        nonlocal first
+        cache = client.read_caches.for_object(resource, name, ns) if first and cached else None
+        first = False
+        if cache is not None:
+            return await cache.get(resource, name, ns)  # a fresh copy: ours to mutate
+        return await client.get(resource, name, ns)
 
     async def attempt() -> tuple[Outcome, Obj]:
         try:
-            current = await client.get(resource, name, ns)
+            current = await read()
         except NotFound:
             fresh: Obj = {"apiVersion": resource.api_version, "kind": resource.kind,
                           "metadata": {"name": name, **({"namespace": ns} if ns else {})}}

@@ -42,7 +42,8 @@ from reconcilekit import (
     UnsupportedMediaType,
 )
 from reconcilekit._client_transport import request_labels
-from reconcilekit.lowlevel import LEASES, error_from_status
+from reconcilekit.kinds import LEASES
+from reconcilekit.lowlevel import error_from_status
 from reconcilekit.metrics import RequestRecord, WriteRecord
 from reconcilekit.testing import Cluster, TCPProxy
 

@@ -21,7 +21,8 @@ import pytest
 from kubernetes_asyncio.client import Configuration
 
 from reconcilekit import Client, LeadershipLost
-from reconcilekit.lowlevel import LEASES, LeaderElector
+from reconcilekit.kinds import LEASES
+from reconcilekit.lowlevel import LeaderElector
 from reconcilekit.testing import Cluster, FakeClock
 
 NAME = "my-controller"

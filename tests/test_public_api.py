@@ -14,6 +14,7 @@ PUBLIC_MODULES = [
     "reconcilekit",
     "reconcilekit.conditions",
     "reconcilekit.finalizers",
+    "reconcilekit.kinds",
     "reconcilekit.lowlevel",
     "reconcilekit.metrics",
     "reconcilekit.ownership",

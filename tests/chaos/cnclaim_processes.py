@@ -32,7 +32,8 @@ import anyio.abc
 from examples.cnclaim.demo.scenario import converged
 from examples.cnclaim.resources import CLAIMED_BY_LABEL, claimed_by, name_of, spec_of
 from reconcilekit import APIConnectionError, APIError, Client, EventHandler
-from reconcilekit.lowlevel import LEASES, Informer
+from reconcilekit.kinds import LEASES
+from reconcilekit.lowlevel import Informer
 
 ROOT = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]

@@ -47,7 +47,8 @@ from examples.cnclaim.resources import (
     spec_of,
 )
 from reconcilekit import AlreadyExists, Client, Resource
-from reconcilekit.lowlevel import LEASES, Informer
+from reconcilekit.kinds import LEASES
+from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import AuditEvent, AuditLog, ControlPlane, NodeSimulator, TCPProxy
 from reconcilekit.testing._control_plane import assets_from_env
 
