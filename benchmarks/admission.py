@@ -30,12 +30,12 @@ import anyio
 from examples.cnclaim.admission import add_claim_webhook
 from examples.cnclaim.operator import install_crds
 from examples.cnclaim.resources import CNCLAIMS
-from reconcilekit import Client, Resource
+from reconcilekit import Client
+from reconcilekit.kinds import NAMESPACES
 from reconcilekit.webhook import WebhookServer, install_configurations, remove_configurations
 
 from .servers import api_server
 
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 PLAIN, GUARDED = "admission-plain", "admission-guarded"
 ROOT = Path(__file__).resolve().parent.parent
 

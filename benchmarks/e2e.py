@@ -71,6 +71,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconcilekit import AlreadyExists, Client, NotFound, Resource
+from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS
 from reconcilekit.testing import APIServer, ControlPlane
 
 from .store import realistic_pod
@@ -79,7 +80,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "examples" / "cnclaim" / "manifests"
 RESULTS = Path(__file__).resolve().parent / "results" / "e2e.json"
 PLOT = ROOT / "docs" / "e2e.png"
-PODS = Resource("", "v1", "Pod", "pods")
+
 CLAIMS = Resource("core.matrixorigin.io", "v1alpha1", "CNClaim", "cnclaims")
 POOL = "bench"
 NS = "default"
@@ -180,11 +181,6 @@ async def _settled_metrics(port: int, events: float) -> dict[str, float]:
     return last
 
 
-CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
-                "customresourcedefinitions", namespaced=False)
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
-
-
 async def run_one(operator: str, n: int, within: float, kubeconfig: str | None = None,
                   kubelets: bool = True, workers: int = 4,
                   event_loop: str = "", server_pids: tuple[int, ...] = (),
@@ -236,7 +232,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
     for doc in yaml.safe_load_all((MANIFESTS / "crds.yaml").read_text()):
         if doc and doc.get("kind") == "CustomResourceDefinition":
             with contextlib.suppress(AlreadyExists):
-                await client.create(CRDS, doc)
+                await client.create(CUSTOM_RESOURCE_DEFINITIONS, doc)
     limiter = anyio.Semaphore(CREATES_IN_FLIGHT)
     pods: dict[int, dict[str, Any]] = {}
 

@@ -25,14 +25,14 @@ from typing import Any
 import anyio
 import orjson
 
-from reconcilekit import Client, ObjectKey, Resource, strip_managed_fields
+from reconcilekit import Client, ObjectKey, strip_managed_fields
 from reconcilekit._watcher import Watcher
+from reconcilekit.kinds import PODS
 from reconcilekit.lowlevel import Informer
 
 from .servers import api_server
 from .store import realistic_pod
 
-PODS = Resource("", "v1", "Pod", "pods")
 N = 10_000
 
 

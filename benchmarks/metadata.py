@@ -38,14 +38,14 @@ from typing import Any
 
 import anyio
 
-from reconcilekit import Client, Resource, metadata_only
+from reconcilekit import Client, metadata_only
+from reconcilekit.kinds import PODS
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import TCPProxy, eventually
 
 from .servers import api_server
 from .store import realistic_pod
 
-PODS = Resource("", "v1", "Pod", "pods")
 NAMESPACE = "default"
 
 

@@ -20,9 +20,10 @@ import anyio
 import orjson
 
 from reconcilekit import Client, Conflict, NotFound, Resource
+from reconcilekit.kinds import PODS
 
 CLAIMS = Resource("core.matrixorigin.io", "v1alpha1", "CNClaim", "cnclaims")
-PODS = Resource("", "v1", "Pod", "pods")
+
 POOL = "pool.matrixorigin.io/pool-name"
 PHASE = "pool.matrixorigin.io/pod-phase"
 CLAIMED_BY = "pool.matrixorigin.io/claimed-by"

@@ -34,12 +34,12 @@ import anyio
 from examples.cnclaim.demo.scenario import POD_TEMPLATE
 from examples.cnclaim.operator import install_crds
 from examples.cnclaim.resources import CNCLAIMSETS, CNPOOLS
-from reconcilekit import Client, Resource
+from reconcilekit import Client
+from reconcilekit.kinds import NAMESPACES
 from reconcilekit.testing import NodeSimulator
 
 from .servers import api_server
 
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 ROOT = Path(__file__).resolve().parent.parent
 _PORT = re.compile(rb"serving /metrics, /healthz and /readyz on http://[^:]+:(\d+)")
 

@@ -70,14 +70,15 @@ from examples.cnclaim.resources import (
     POOL_LABEL,
     name_of,
 )
-from reconcilekit import Client, NotFound, Resource
+from reconcilekit import Client, NotFound
+from reconcilekit.kinds import NAMESPACES
 from reconcilekit.testing import ControlPlane, NodeSimulator, TCPProxy
 
 from .soak_faults import FAULTS, FaultInjector, Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
+
 NS = "soak"
 POOL = "soak"
 SET = "churn"

@@ -9,9 +9,8 @@ import sys
 
 import anyio
 
-from reconcilekit import Client, Manager, Reconciler, Request, Resource, Result
-
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
+from reconcilekit import Client, Manager, Reconciler, Request, Result
+from reconcilekit.kinds import CONFIG_MAPS
 
 
 class SlowAnnotator(Reconciler):
@@ -23,7 +22,7 @@ class SlowAnnotator(Reconciler):
             return Result.done()
         print(f"reconciling {request.name}", flush=True)
         await anyio.sleep(1.0)  # in flight when SIGTERM arrives
-        await self.client.patch(CONFIGMAPS, request.name,
+        await self.client.patch(CONFIG_MAPS, request.name,
                                 {"metadata": {"annotations": {"finished": "yes"}}},
                                 request.namespace)
         print(f"finished {request.name}", flush=True)
@@ -37,7 +36,7 @@ def main() -> int:
         async with await Client.from_kubeconfig(kubeconfig) as client:
             manager = Manager(client, namespace=namespace, http_addr=None,
                               graceful_shutdown_timeout=20)
-            manager.controller().for_(CONFIGMAPS).complete(SlowAnnotator(client))
+            manager.controller().for_(CONFIG_MAPS).complete(SlowAnnotator(client))
             return await manager.serve()
 
     return anyio.run(run)

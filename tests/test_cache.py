@@ -10,10 +10,9 @@ import anyio
 import pytest
 
 from reconcilekit import Cache, CacheSyncTimeout, Client, NotFound, Resource
+from reconcilekit.kinds import CONFIG_MAPS, PODS
 from reconcilekit.testing import Cluster, FakeClock, eventually
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-PODS = Resource("", "v1", "Pod", "pods")
 MISSING = Resource("nothing.example.com", "v1", "Thing", "things")
 
 
@@ -82,16 +81,16 @@ async def test_field_index_answers_matching_fields(apiserver: Cluster, client: C
 async def test_mutating_a_cached_object_cannot_corrupt_the_cache(apiserver: Cluster,
                                                                  client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+    await client.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                      "metadata": {"name": "c"}, "data": {"k": "v"}}, ns)
     cache = Cache(client, namespace=ns)
-    cache.informer_for(CONFIGMAPS)
+    cache.informer_for(CONFIG_MAPS)
     async with running(cache):
-        got = await cache.get(CONFIGMAPS, "c", ns)
+        got = await cache.get(CONFIG_MAPS, "c", ns)
         got["data"]["k"] = "mutated"
-        listed = await cache.list(CONFIGMAPS, ns)
+        listed = await cache.list(CONFIG_MAPS, ns)
         listed[0]["metadata"]["name"] = "renamed"
-        again = await cache.get(CONFIGMAPS, "c", ns)
+        again = await cache.get(CONFIG_MAPS, "c", ns)
         assert again["data"] == {"k": "v"}
 
 
@@ -111,13 +110,13 @@ async def test_metadata_only_informer_keeps_only_metadata(apiserver: Cluster,
 async def test_wait_for_sync_names_the_resource_that_did_not_sync(client: Client) -> None:
     clock = FakeClock()
     cache = Cache(client, clock=clock)
-    cache.informer_for(CONFIGMAPS)
+    cache.informer_for(CONFIG_MAPS)
     cache.informer_for(MISSING)  # its CRD is not installed: the list answers 404
     async with anyio.create_task_group() as tg:
         await tg.start(cache.run)
         missing = cache.informer_for(MISSING)
         await eventually(lambda: missing.statistics().last_error is not None)
-        await eventually(lambda: cache.informer_for(CONFIGMAPS).has_synced)
+        await eventually(lambda: cache.informer_for(CONFIG_MAPS).has_synced)
         errors: list[BaseException] = []
 
         async def wait() -> None:
@@ -140,7 +139,7 @@ async def test_wait_for_sync_names_the_resource_that_did_not_sync(client: Client
 async def test_reading_a_cache_that_is_not_running_fails_at_once(client: Client) -> None:
     cache = Cache(client)
     with pytest.raises(RuntimeError, match="not running"):
-        await cache.get(CONFIGMAPS, "x", "default")
+        await cache.get(CONFIG_MAPS, "x", "default")
     with pytest.raises(RuntimeError, match="not running"):
         await cache.wait_for_sync(1)
 
@@ -158,15 +157,15 @@ async def test_informers_added_while_running_start_and_sync(apiserver: Cluster,
 async def test_read_your_own_writes(apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
     cache = Cache(client, namespace=ns)
-    cache.informer_for(CONFIGMAPS)
+    cache.informer_for(CONFIG_MAPS)
     async with running(cache):
         apiserver.faults.pause_events()
-        await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+        await client.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                          "metadata": {"name": "mine"}}, ns)
-        assert not cache.has_seen_own_write(CONFIGMAPS, "mine", ns)
+        assert not cache.has_seen_own_write(CONFIG_MAPS, "mine", ns)
         apiserver.faults.resume_events()
-        await eventually(lambda: cache.has_seen_own_write(CONFIGMAPS, "mine", ns))
-        assert (await cache.get(CONFIGMAPS, "mine", ns))["metadata"]["name"] == "mine"
+        await eventually(lambda: cache.has_seen_own_write(CONFIG_MAPS, "mine", ns))
+        assert (await cache.get(CONFIG_MAPS, "mine", ns))["metadata"]["name"] == "mine"
 
 
 async def test_a_write_whose_deletion_only_a_relist_shows_is_seen(
@@ -175,25 +174,25 @@ async def test_a_write_whose_deletion_only_a_relist_shows_is_seen(
     watch (dropped events); a relist finds the object gone: our write is superseded and
     the cache has seen it (it waited for its timeout before, the key stale meanwhile)."""
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, {"metadata": {"name": "doomed"}}, ns)
+    await client.create(CONFIG_MAPS, {"metadata": {"name": "doomed"}}, ns)
     cache = Cache(client, namespace=ns)
-    cache.informer_for(CONFIGMAPS)
+    cache.informer_for(CONFIG_MAPS)
     async with running(cache):
-        await eventually(lambda: cache.has_seen_own_write(CONFIGMAPS, "doomed", ns))
+        await eventually(lambda: cache.has_seen_own_write(CONFIG_MAPS, "doomed", ns))
         apiserver.faults.drop_events("configmaps", 2)
-        await client.patch(CONFIGMAPS, "doomed", {"data": {"k": "v"}}, ns)
+        await client.patch(CONFIG_MAPS, "doomed", {"data": {"k": "v"}}, ns)
         async with Client(apiserver.configuration) as other:
-            await other.delete(CONFIGMAPS, "doomed", ns)
-        assert not cache.has_seen_own_write(CONFIGMAPS, "doomed", ns)
+            await other.delete(CONFIG_MAPS, "doomed", ns)
+        assert not cache.has_seen_own_write(CONFIG_MAPS, "doomed", ns)
         apiserver.faults.compact()  # the watch resumes into a 410: a relist
         apiserver.faults.close_watches()
-        await eventually(lambda: cache.has_seen_own_write(CONFIGMAPS, "doomed", ns))
-        assert "doomed" not in {c["metadata"]["name"] for c in await cache.list(CONFIGMAPS, ns)}
+        await eventually(lambda: cache.has_seen_own_write(CONFIG_MAPS, "doomed", ns))
+        assert "doomed" not in {c["metadata"]["name"] for c in await cache.list(CONFIG_MAPS, ns)}
 
 
 async def test_statistics_per_informer(apiserver: Cluster, client: Client) -> None:
     cache = Cache(client, namespace=apiserver.namespace)
-    cache.informer_for(CONFIGMAPS)
+    cache.informer_for(CONFIG_MAPS)
     async with running(cache):
         stats = cache.statistics()
     assert [s.resource for s in stats] == ["configmaps/v1"]
@@ -241,10 +240,10 @@ async def test_own_writes_are_tracked_only_for_watched_resources(apiserver: Clus
     their timeout and log it; the benchmark's claim storm showed thousands."""
     ns = apiserver.namespace
     cache = Cache(client, namespace=ns)
-    cache.informer_for(CONFIGMAPS)
+    cache.informer_for(CONFIG_MAPS)
     await client.create(Resource("", "v1", "Secret", "secrets"), {
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}, ns)
     assert len(cache.own_writes) == 0
-    await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+    await client.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                      "metadata": {"name": "c"}}, ns)
     assert len(cache.own_writes) == 1

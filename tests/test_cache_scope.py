@@ -29,12 +29,9 @@ from reconcilekit import (
     Result,
     SelectorError,
 )
+from reconcilekit.kinds import CONFIG_MAPS, NAMESPACES, NODES, SECRETS
 from reconcilekit.testing import Cluster, FakeClock, eventually
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SECRETS = Resource("", "v1", "Secret", "secrets")
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
-NODES = Resource("", "v1", "Node", "nodes", namespaced=False)
 WEB = CacheScope(label_selector="app=web")
 # Every namespace holds one (the API server's, or kube-controller-manager's, publisher).
 ROOT_CA = "kube-root-ca.crt"
@@ -112,19 +109,19 @@ async def test_only_objects_in_the_scoped_namespaces_reach_the_store_and_handler
         client: Client, spaces: tuple[str, str, str]) -> None:
     a, b, c = spaces
     for ns in spaces:
-        await client.create(CONFIGMAPS, cm("before"), ns)
+        await client.create(CONFIG_MAPS, cm("before"), ns)
     cache = Cache(client, default_namespaces={a, b})
     seen = Seen()
-    cache.add_handler(CONFIGMAPS, seen.handler())
-    informer = cache.informer_for(CONFIGMAPS)
+    cache.add_handler(CONFIG_MAPS, seen.handler())
+    informer = cache.informer_for(CONFIG_MAPS)
     assert [w.namespace for w in informer.watchers] == sorted([a, b])  # one list+watch each
     async with running(cache):
         assert keys(sorted(informer.store)) == sorted([(a, "before"), (b, "before")])
         for ns in (c, a, b):  # the one outside first: it would have arrived by the others
-            await client.create(CONFIGMAPS, cm("after"), ns)
+            await client.create(CONFIG_MAPS, cm("after"), ns)
         await eventually(lambda: seen.has("add", a, "after") and seen.has("add", b, "after"))
-        await client.delete(CONFIGMAPS, "before", c)
-        await client.delete(CONFIGMAPS, "before", a)
+        await client.delete(CONFIG_MAPS, "before", c)
+        await client.delete(CONFIG_MAPS, "before", a)
         await eventually(lambda: seen.has("delete", a, "before"))
         assert seen.namespaces() == {a, b}
         assert c not in {k.namespace for k in informer.store}
@@ -137,45 +134,45 @@ async def test_reads_and_field_indexes_span_every_scoped_namespace(
         client: Client, spaces: tuple[str, str, str]) -> None:
     a, b, _ = spaces
     for ns in spaces:
-        await client.create(CONFIGMAPS, cm("x", owner="alice"), ns)
-        await client.create(CONFIGMAPS, cm("y", owner="bob"), ns)
+        await client.create(CONFIG_MAPS, cm("x", owner="alice"), ns)
+        await client.create(CONFIG_MAPS, cm("y", owner="bob"), ns)
     cache = Cache(client, default_namespaces={a, b})
-    cache.index_field(CONFIGMAPS, "data.owner", by_owner)
+    cache.index_field(CONFIG_MAPS, "data.owner", by_owner)
     async with running(cache):
-        assert names(await cache.list(CONFIGMAPS)) == \
+        assert names(await cache.list(CONFIG_MAPS)) == \
             sorted([(a, "x"), (a, "y"), (b, "x"), (b, "y")])
-        assert names(await cache.list(CONFIGMAPS, b)) == [(b, "x"), (b, "y")]
-        assert (await cache.get(CONFIGMAPS, "y", b))["data"] == {"owner": "bob"}
-        alice = await cache.list(CONFIGMAPS, field=("data.owner", "alice"))
+        assert names(await cache.list(CONFIG_MAPS, b)) == [(b, "x"), (b, "y")]
+        assert (await cache.get(CONFIG_MAPS, "y", b))["data"] == {"owner": "bob"}
+        alice = await cache.list(CONFIG_MAPS, field=("data.owner", "alice"))
         assert {o["metadata"]["namespace"] for o in alice} == {a, b}
-        assert keys(cache.lookup_keys(CONFIGMAPS, ("data.owner", "bob"))) == \
+        assert keys(cache.lookup_keys(CONFIG_MAPS, ("data.owner", "bob"))) == \
             sorted([(a, "y"), (b, "y")])
-        assert keys(cache.lookup_keys(CONFIGMAPS, ("data.owner", "bob"), limit=1)) == \
+        assert keys(cache.lookup_keys(CONFIG_MAPS, ("data.owner", "bob"), limit=1)) == \
             [min((a, "y"), (b, "y"))]
-        assert keys(cache.lookup_keys(CONFIGMAPS, ("data.owner", "bob"), namespace=b)) == \
+        assert keys(cache.lookup_keys(CONFIG_MAPS, ("data.owner", "bob"), namespace=b)) == \
             [(b, "y")]
-        found = cache.lookup(CONFIGMAPS, a, field=("data.owner", "alice"))
+        found = cache.lookup(CONFIG_MAPS, a, field=("data.owner", "alice"))
         assert [o["metadata"]["name"] for o in found] == ["x"]
 
 
 async def test_a_read_outside_the_scope_raises_naming_the_resource_and_the_scope(
         client: Client, spaces: tuple[str, str, str]) -> None:
     a, b, c = spaces
-    await client.create(CONFIGMAPS, cm("x", owner="alice"), c)
+    await client.create(CONFIG_MAPS, cm("x", owner="alice"), c)
     cache = Cache(client, default_namespaces={a, b})
-    cache.index_field(CONFIGMAPS, "data.owner", by_owner)
+    cache.index_field(CONFIG_MAPS, "data.owner", by_owner)
     outside = rf"configmaps/v1 in namespace '{c}' is outside .*namespaces {a}, {b}"
     async with running(cache):
         with pytest.raises(CacheScopeError, match=outside) as raised:
-            await cache.get(CONFIGMAPS, "x", c)
-        assert raised.value.resource == CONFIGMAPS
-        assert raised.value.scope == cache.scope_of(CONFIGMAPS)
+            await cache.get(CONFIG_MAPS, "x", c)
+        assert raised.value.resource == CONFIG_MAPS
+        assert raised.value.scope == cache.scope_of(CONFIG_MAPS)
         with pytest.raises(CacheScopeError, match=outside):
-            await cache.list(CONFIGMAPS, c)
+            await cache.list(CONFIG_MAPS, c)
         with pytest.raises(CacheScopeError, match=outside):
-            cache.lookup(CONFIGMAPS, c)
+            cache.lookup(CONFIG_MAPS, c)
         with pytest.raises(CacheScopeError, match=outside):
-            cache.lookup_keys(CONFIGMAPS, ("data.owner", "alice"), namespace=c)
+            cache.lookup_keys(CONFIG_MAPS, ("data.owner", "alice"), namespace=c)
         # Cluster-scoped resources are cached whole, whatever the default namespaces.
         assert any(o["metadata"]["name"] == c for o in await cache.list(NAMESPACES))
 
@@ -183,14 +180,14 @@ async def test_a_read_outside_the_scope_raises_naming_the_resource_and_the_scope
 async def test_the_older_namespace_argument_is_a_one_namespace_scope(
         client: Client, spaces: tuple[str, str, str]) -> None:
     a, b, _ = spaces
-    await client.create(CONFIGMAPS, cm("x"), a)
-    await client.create(CONFIGMAPS, cm("x"), b)
+    await client.create(CONFIG_MAPS, cm("x"), a)
+    await client.create(CONFIG_MAPS, cm("x"), b)
     cache = Cache(client, namespace=a)
-    assert cache.scope_of(CONFIGMAPS) == CacheScope(namespaces={a})
-    informer = cache.informer_for(CONFIGMAPS)
+    assert cache.scope_of(CONFIG_MAPS) == CacheScope(namespaces={a})
+    informer = cache.informer_for(CONFIG_MAPS)
     async with running(cache):
         assert keys(informer.store) == [(a, "x")]
-        assert await cache.list(CONFIGMAPS, b) == []  # as it always answered
+        assert await cache.list(CONFIG_MAPS, b) == []  # as it always answered
 
 
 async def test_own_writes_are_tracked_only_inside_the_scope(
@@ -198,10 +195,10 @@ async def test_own_writes_are_tracked_only_inside_the_scope(
     """A write the cache can never observe would only wait out its timeout."""
     a, b, c = spaces
     cache = Cache(client, default_namespaces={a, b})
-    cache.informer_for(CONFIGMAPS)
-    await client.create(CONFIGMAPS, cm("x"), c)
+    cache.informer_for(CONFIG_MAPS)
+    await client.create(CONFIG_MAPS, cm("x"), c)
     assert len(cache.own_writes) == 0
-    await client.create(CONFIGMAPS, cm("x"), b)
+    await client.create(CONFIG_MAPS, cm("x"), b)
     assert len(cache.own_writes) == 1
 
 
@@ -209,15 +206,15 @@ async def test_own_writes_are_tracked_only_inside_the_scope(
 async def test_a_relist_of_one_namespace_leaves_the_others_alone(
         apiserver: Cluster, client: Client, spaces: tuple[str, str, str]) -> None:
     a, b, _ = spaces
-    await client.create(CONFIGMAPS, cm("x"), a)
-    await client.create(CONFIGMAPS, cm("y"), b)
+    await client.create(CONFIG_MAPS, cm("x"), a)
+    await client.create(CONFIG_MAPS, cm("y"), b)
     cache = Cache(client, default_namespaces={a, b})
     seen = Seen()
-    cache.add_handler(CONFIGMAPS, seen.handler())
-    informer = cache.informer_for(CONFIGMAPS)
+    cache.add_handler(CONFIG_MAPS, seen.handler())
+    informer = cache.informer_for(CONFIG_MAPS)
     async with running(cache):
         apiserver.faults.drop_events("configmaps")
-        await client.delete(CONFIGMAPS, "x", a)  # its event is lost: only a relist shows it
+        await client.delete(CONFIG_MAPS, "x", a)  # its event is lost: only a relist shows it
         apiserver.faults.compact()
         apiserver.faults.close_watches("configmaps")  # resuming gets 410: both relist
         await eventually(lambda: cache.statistics()[0].relists == 2)
@@ -233,7 +230,7 @@ async def test_sync_waits_for_every_namespace_and_names_the_one_failing(
     clock = FakeClock()
     apiserver.faults.fail_next(status=403, verb="list", resource="configmaps", namespace=b)
     cache = Cache(client, default_namespaces={a, b}, clock=clock)
-    informer = cache.informer_for(CONFIGMAPS)
+    informer = cache.informer_for(CONFIG_MAPS)
     async with anyio.create_task_group() as tg:
         await tg.start(cache.run)
         await eventually(lambda: informer.statistics().last_error is not None)
@@ -263,25 +260,25 @@ async def test_sync_waits_for_every_namespace_and_names_the_one_failing(
 async def test_a_label_selector_is_sent_to_the_server_and_leaving_it_is_a_delete(
         client: Client, spaces: tuple[str, str, str]) -> None:
     a, _, _ = spaces
-    await client.create(CONFIGMAPS, cm("web", app="web"), a)
-    await client.create(CONFIGMAPS, cm("db", app="db"), a)
-    cache = Cache(client, default_namespaces={a}, scopes={CONFIGMAPS: WEB})
+    await client.create(CONFIG_MAPS, cm("web", app="web"), a)
+    await client.create(CONFIG_MAPS, cm("db", app="db"), a)
+    cache = Cache(client, default_namespaces={a}, scopes={CONFIG_MAPS: WEB})
     seen = Seen()
-    cache.add_handler(CONFIGMAPS, seen.handler())
-    informer = cache.informer_for(CONFIGMAPS)
+    cache.add_handler(CONFIG_MAPS, seen.handler())
+    informer = cache.informer_for(CONFIG_MAPS)
     assert informer.watcher.label_selector == "app=web"  # on every list and watch
     # One scope per resource: its metadata-only informer has it too.
-    assert cache.informer_for(CONFIGMAPS, metadata=True).watcher.label_selector == "app=web"
+    assert cache.informer_for(CONFIG_MAPS, metadata=True).watcher.label_selector == "app=web"
     async with running(cache):
         assert keys(informer.store) == [(a, "web")]
         with pytest.raises(NotFound):
-            await cache.get(CONFIGMAPS, "db", a)
+            await cache.get(CONFIG_MAPS, "db", a)
         # The informer filters nothing itself: a delete for a relabelled object can only
         # come from a server that applies the selector.
-        await client.patch(CONFIGMAPS, "web", {"metadata": {"labels": {"app": "db"}}}, a)
+        await client.patch(CONFIG_MAPS, "web", {"metadata": {"labels": {"app": "db"}}}, a)
         await eventually(lambda: seen.has("delete", a, "web"))
         assert keys(informer.store) == []
-        await client.patch(CONFIGMAPS, "db", {"metadata": {"labels": {"app": "web"}}}, a)
+        await client.patch(CONFIG_MAPS, "db", {"metadata": {"labels": {"app": "web"}}}, a)
         await eventually(lambda: seen.has("add", a, "db"))
     assert seen.events == [("add", a, "web"), ("delete", a, "web"), ("add", a, "db")]
 
@@ -290,17 +287,17 @@ async def test_a_field_selector_is_sent_to_the_server(
         client: Client, spaces: tuple[str, str, str]) -> None:
     a, b, _ = spaces
     for name in ("keep", "drop"):
-        await client.create(CONFIGMAPS, cm(name), a)
-        await client.create(CONFIGMAPS, cm(name), b)
+        await client.create(CONFIG_MAPS, cm(name), a)
+        await client.create(CONFIG_MAPS, cm(name), b)
     cache = Cache(client, scopes={
-        CONFIGMAPS: CacheScope(namespaces={a}, field_selector="metadata.name=keep")})
+        CONFIG_MAPS: CacheScope(namespaces={a}, field_selector="metadata.name=keep")})
     seen = Seen()
-    cache.add_handler(CONFIGMAPS, seen.handler())
+    cache.add_handler(CONFIG_MAPS, seen.handler())
     async with running(cache):
-        await client.patch(CONFIGMAPS, "drop", {"data": {"v": "1"}}, a)
-        await client.patch(CONFIGMAPS, "keep", {"data": {"v": "1"}}, a)
+        await client.patch(CONFIG_MAPS, "drop", {"data": {"v": "1"}}, a)
+        await client.patch(CONFIG_MAPS, "keep", {"data": {"v": "1"}}, a)
         await eventually(lambda: seen.has("update", a, "keep"))
-        assert keys(cache.informer_for(CONFIGMAPS).store) == [(a, "keep")]
+        assert keys(cache.informer_for(CONFIG_MAPS).store) == [(a, "keep")]
     assert seen.events == [("add", a, "keep"), ("update", a, "keep")]
 
 
@@ -309,8 +306,8 @@ async def test_a_field_the_server_does_not_support_fails_sync_naming_it(
     a, b, _ = spaces
     clock = FakeClock()
     cache = Cache(client, default_namespaces={a, b}, clock=clock,
-                  scopes={CONFIGMAPS: CacheScope(field_selector="data.owner=alice")})
-    informer = cache.informer_for(CONFIGMAPS)
+                  scopes={CONFIG_MAPS: CacheScope(field_selector="data.owner=alice")})
+    informer = cache.informer_for(CONFIG_MAPS)
     errors: list[CacheSyncTimeout] = []
     async with anyio.create_task_group() as tg:
         await tg.start(cache.run)
@@ -340,15 +337,15 @@ async def test_a_field_the_server_does_not_support_fails_sync_naming_it(
 async def test_scopes_resolve_against_the_default_namespaces(client: Client) -> None:
     cache = Cache(client, default_namespaces={"team-a", "team-b"}, scopes={
         SECRETS: CacheScope(label_selector="app=web"),
-        CONFIGMAPS: CacheScope(namespaces={ALL_NAMESPACES}),
+        CONFIG_MAPS: CacheScope(namespaces={ALL_NAMESPACES}),
     })
     pods = Resource("", "v1", "Pod", "pods")
     assert cache.scope_of(pods) == CacheScope(namespaces={"team-a", "team-b"})
     assert cache.scope_of(SECRETS) == CacheScope(namespaces={"team-a", "team-b"},
                                                  label_selector="app=web")
-    assert cache.scope_of(CONFIGMAPS).all_namespaces
+    assert cache.scope_of(CONFIG_MAPS).all_namespaces
     assert cache.scope_of(NODES).all_namespaces  # cluster-scoped: always whole
-    assert [w.namespace for w in cache.informer_for(CONFIGMAPS).watchers] == [None]
+    assert [w.namespace for w in cache.informer_for(CONFIG_MAPS).watchers] == [None]
     assert [w.namespace for w in cache.informer_for(pods).watchers] == ["team-a", "team-b"]
     assert Cache(client).scope_of(pods).all_namespaces
     assert str(cache.scope_of(SECRETS)) == "namespaces team-a, team-b; labels app=web"
@@ -383,7 +380,7 @@ async def test_a_bad_cache_configuration_is_refused_with_a_clear_error(client: C
     with pytest.raises(ValueError, match="namespaces is empty"):
         Cache(client, default_namespaces=[])
     with pytest.raises(TypeError, match="scopes maps a Resource to a CacheScope"):
-        Cache(client, scopes={CONFIGMAPS: "app=web"})  # type: ignore[dict-item]
+        Cache(client, scopes={CONFIG_MAPS: "app=web"})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="nodes/v1 is cluster-scoped"):
         Manager(client, http_addr=None,
                 cache_scopes={NODES: CacheScope(namespaces={"team-a"})})
@@ -391,17 +388,17 @@ async def test_a_bad_cache_configuration_is_refused_with_a_clear_error(client: C
 
 async def test_a_second_different_scope_of_a_resource_is_refused(client: Client) -> None:
     cache = Cache(client, default_namespaces={"team-a"})
-    assert cache.require_scope(CONFIGMAPS, WEB) == CacheScope(namespaces={"team-a"},
+    assert cache.require_scope(CONFIG_MAPS, WEB) == CacheScope(namespaces={"team-a"},
                                                               label_selector="app=web")
-    cache.require_scope(CONFIGMAPS, CacheScope(label_selector="app = web"))  # the same
+    cache.require_scope(CONFIG_MAPS, CacheScope(label_selector="app = web"))  # the same
     with pytest.raises(CacheScopeError, match=r"configmaps/v1 is already cached with scope "
                        r"\(namespace team-a; labels app=web\), fixed by an earlier "
                        r"require_scope.*cannot also be cached with scope \(namespace team-a; "
                        r"labels app=db\)"):
-        cache.require_scope(CONFIGMAPS, CacheScope(label_selector="app=db"))
+        cache.require_scope(CONFIG_MAPS, CacheScope(label_selector="app=db"))
     with pytest.raises(CacheScopeError, match=r"cannot also be cached with scope "
                        r"\(namespace team-a\)"):
-        cache.require_scope(CONFIGMAPS)  # the cache's own scope for it: no selector
+        cache.require_scope(CONFIG_MAPS)  # the cache's own scope for it: no selector
     # An informer created before any scope was asked for fixes the default.
     cache.informer_for(SECRETS)
     with pytest.raises(CacheScopeError, match="fixed by its informer, created"):
@@ -425,40 +422,40 @@ class Recorder(Reconciler):
 async def test_the_builder_asks_the_cache_for_its_scopes(client: Client) -> None:
     manager = Manager(client, http_addr=None, default_namespaces={"team-a"})
     secrets_scope = CacheScope(label_selector="owned-by=widgets")
-    manager.controller().named("web").for_(CONFIGMAPS, scope=WEB) \
+    manager.controller().named("web").for_(CONFIG_MAPS, scope=WEB) \
         .owns(SECRETS, scope=secrets_scope).complete(Recorder())
-    assert manager.cache.scope_of(CONFIGMAPS) == CacheScope(namespaces={"team-a"},
+    assert manager.cache.scope_of(CONFIG_MAPS) == CacheScope(namespaces={"team-a"},
                                                             label_selector="app=web")
     assert manager.cache.informer_for(SECRETS).watcher.label_selector == "owned-by=widgets"
     # Another controller asking for the same scope shares the informer.
     manager.controller().named("same").watches(
-        CONFIGMAPS, lambda obj: [], scope=WEB).for_(SECRETS, scope=secrets_scope) \
+        CONFIG_MAPS, lambda obj: [], scope=WEB).for_(SECRETS, scope=secrets_scope) \
         .complete(Recorder())
     assert len(manager.cache.statistics()) == 2
     # One asking for none means the manager's own scope for it, which differs: refused,
     # and the controller is not created.
     with pytest.raises(CacheScopeError, match="configmaps/v1 is already cached with scope"):
-        manager.controller().named("all").for_(CONFIGMAPS).complete(Recorder())
+        manager.controller().named("all").for_(CONFIG_MAPS).complete(Recorder())
     assert [c.name for c in manager.controllers] == ["web", "same"]
 
 
 async def test_the_builder_refuses_conflicting_scopes_in_either_order(client: Client) -> None:
     first = Manager(client, http_addr=None)
-    first.controller().named("all").for_(CONFIGMAPS).complete(Recorder())
+    first.controller().named("all").for_(CONFIG_MAPS).complete(Recorder())
     with pytest.raises(CacheScopeError, match=r"scope \(all namespaces\), fixed by an "
                        r"earlier require_scope.*scope \(all namespaces; labels app=web\)"):
-        first.controller().named("web").for_(CONFIGMAPS, scope=WEB).complete(Recorder())
+        first.controller().named("web").for_(CONFIG_MAPS, scope=WEB).complete(Recorder())
     second = Manager(client, http_addr=None)
-    second.controller().named("web").for_(CONFIGMAPS, scope=WEB).complete(Recorder())
+    second.controller().named("web").for_(CONFIG_MAPS, scope=WEB).complete(Recorder())
     with pytest.raises(CacheScopeError, match=r"scope \(all namespaces; labels app=web\), "
                        r"fixed by an earlier require_scope.*scope \(all namespaces\)"):
-        second.controller().named("all").owns(CONFIGMAPS).for_(SECRETS).complete(Recorder())
+        second.controller().named("all").owns(CONFIG_MAPS).for_(SECRETS).complete(Recorder())
     # A scope set on the manager is what a controller without one asks for.
-    third = Manager(client, http_addr=None, cache_scopes={CONFIGMAPS: WEB})
-    third.controller().named("web").for_(CONFIGMAPS, scope=WEB).complete(Recorder())
-    third.controller().named("plain").for_(CONFIGMAPS).complete(Recorder())
+    third = Manager(client, http_addr=None, cache_scopes={CONFIG_MAPS: WEB})
+    third.controller().named("web").for_(CONFIG_MAPS, scope=WEB).complete(Recorder())
+    third.controller().named("plain").for_(CONFIG_MAPS).complete(Recorder())
     with pytest.raises(CacheScopeError, match="fixed by the cache's scopes"):
-        third.controller().named("db").for_(CONFIGMAPS, scope=CacheScope(
+        third.controller().named("db").for_(CONFIG_MAPS, scope=CacheScope(
             label_selector="app=db")).complete(Recorder())
 
 
@@ -466,17 +463,17 @@ async def test_a_manager_reconciles_and_caches_only_its_scopes(
         client: Client, spaces: tuple[str, str, str]) -> None:
     a, b, c = spaces
     for ns in spaces:
-        await client.create(CONFIGMAPS, cm("web", app="web"), ns)
-        await client.create(CONFIGMAPS, cm("db", app="db"), ns)
+        await client.create(CONFIG_MAPS, cm("web", app="web"), ns)
+        await client.create(CONFIG_MAPS, cm("db", app="db"), ns)
     manager = Manager(client, http_addr=None, default_namespaces={a, b},
-                      cache_scopes={CONFIGMAPS: WEB})
+                      cache_scopes={CONFIG_MAPS: WEB})
     recorder = Recorder()
-    manager.controller().for_(CONFIGMAPS).complete(recorder)
+    manager.controller().for_(CONFIG_MAPS).complete(recorder)
     async with manager:
         await eventually(lambda: recorder.requests == {(a, "web"), (b, "web")})
-        await client.create(CONFIGMAPS, cm("late", app="web"), c)
-        await client.create(CONFIGMAPS, cm("late", app="db"), a)
-        await client.create(CONFIGMAPS, cm("late", app="web"), b)
+        await client.create(CONFIG_MAPS, cm("late", app="web"), c)
+        await client.create(CONFIG_MAPS, cm("late", app="db"), a)
+        await client.create(CONFIG_MAPS, cm("late", app="web"), b)
         await eventually(lambda: (b, "late") in recorder.requests)
         assert recorder.requests == {(a, "web"), (b, "web"), (b, "late")}
         objects = manager.registry.get_sample_value(

@@ -42,13 +42,11 @@ from reconcilekit import (
     UnsupportedMediaType,
 )
 from reconcilekit._client_transport import request_labels
-from reconcilekit.kinds import LEASES
+from reconcilekit.kinds import CONFIG_MAPS, LEASES, PODS
 from reconcilekit.lowlevel import error_from_status
 from reconcilekit.metrics import RequestRecord, WriteRecord
 from reconcilekit.testing import Cluster, TCPProxy
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-PODS = Resource("", "v1", "Pod", "pods")
 GIZMOS = Resource("client.reconcilekit.dev", "v1", "Gizmo", "gizmos")
 GIZMO_CLASSES = Resource("client.reconcilekit.dev", "v1", "GizmoClass", "gizmoclasses",
                          namespaced=False)
@@ -124,33 +122,33 @@ def rv(obj: dict[str, Any]) -> int:
 
 async def test_configmap_create_get_update_patch_delete(client: Client, apiserver: Cluster) -> None:
     ns = apiserver.namespace
-    created = await client.create(CONFIGMAPS, cm("a", x="1"), ns)
+    created = await client.create(CONFIG_MAPS, cm("a", x="1"), ns)
     assert created["metadata"]["namespace"] == ns and created["data"] == {"x": "1"}
-    got = await client.get(CONFIGMAPS, "a", ns)
+    got = await client.get(CONFIG_MAPS, "a", ns)
     assert got["metadata"]["uid"] == created["metadata"]["uid"]
     got["data"]["x"] = "2"
-    updated = await client.update(CONFIGMAPS, got)
+    updated = await client.update(CONFIG_MAPS, got)
     assert updated["data"] == {"x": "2"} and rv(updated) > rv(created)
-    merged = await client.patch(CONFIGMAPS, "a", {"data": {"y": "3"}}, ns)
+    merged = await client.patch(CONFIG_MAPS, "a", {"data": {"y": "3"}}, ns)
     assert merged["data"] == {"x": "2", "y": "3"}
-    jsoned = await client.patch(CONFIGMAPS, "a", [{"op": "remove", "path": "/data/x"}], ns,
+    jsoned = await client.patch(CONFIG_MAPS, "a", [{"op": "remove", "path": "/data/x"}], ns,
                                 type="json")
     assert jsoned["data"] == {"y": "3"}
-    strategic = await client.patch(CONFIGMAPS, "a", {"metadata": {"labels": {"l": "v"}}}, ns,
+    strategic = await client.patch(CONFIG_MAPS, "a", {"metadata": {"labels": {"l": "v"}}}, ns,
                                    type="strategic")
     assert strategic["metadata"]["labels"] == {"l": "v"}
-    applied = await client.patch(CONFIGMAPS, "a", {"metadata": {"name": "a"}, "data": {"z": "4"}},
+    applied = await client.patch(CONFIG_MAPS, "a", {"metadata": {"name": "a"}, "data": {"z": "4"}},
                                  ns, type="apply", field_manager="test-apply", force=True)
     assert applied["data"]["z"] == "4"
-    await client.delete(CONFIGMAPS, "a", ns)
+    await client.delete(CONFIG_MAPS, "a", ns)
     with pytest.raises(NotFound):
-        await client.get(CONFIGMAPS, "a", ns)
+        await client.get(CONFIG_MAPS, "a", ns)
 
 
 async def test_create_fills_in_api_version_and_kind_and_takes_the_namespace_from_metadata(
         client: Client, apiserver: Cluster) -> None:
     body = {"metadata": {"name": "bare", "namespace": apiserver.namespace}, "data": {"k": "v"}}
-    created = await client.create(CONFIGMAPS, body)
+    created = await client.create(CONFIG_MAPS, body)
     assert created["kind"] == "ConfigMap" and "apiVersion" not in body
 
 
@@ -214,11 +212,11 @@ async def test_cluster_scoped_custom_resource(client: Client, gizmo_classes: Res
 async def test_list_with_selectors(client: Client, apiserver: Cluster) -> None:
     ns = apiserver.namespace
     for name, tier in (("web", "front"), ("db", "back"), ("cache", "back")):
-        await client.create(CONFIGMAPS, {**cm(name), "metadata": {
+        await client.create(CONFIG_MAPS, {**cm(name), "metadata": {
             "name": name, "labels": {"tier": tier}}}, ns)
 
     async def names(**selectors: Any) -> list[str]:
-        listed = await client.list(CONFIGMAPS, ns, **selectors)
+        listed = await client.list(CONFIG_MAPS, ns, **selectors)
         return sorted(i["metadata"]["name"] for i in listed["items"])
 
     assert await names(label_selector="tier=back") == ["cache", "db"]
@@ -226,29 +224,29 @@ async def test_list_with_selectors(client: Client, apiserver: Cluster) -> None:
     assert await names(label_selector="tier in (back),tier!=back") == []
     assert await names(field_selector={"metadata.name": "db"}) == ["db"]
     with pytest.raises(BadRequest):
-        await client.list(CONFIGMAPS, ns, label_selector="tier in (")
+        await client.list(CONFIG_MAPS, ns, label_selector="tier in (")
 
 
 async def test_pagination_follows_continue_tokens(client: Client, apiserver: Cluster) -> None:
     ns, mine = apiserver.namespace, "paged=yes"  # a real namespace holds kube-root-ca.crt too
     for i in range(5):
-        await client.create(CONFIGMAPS, {**cm(f"c{i}"), "metadata": {
+        await client.create(CONFIG_MAPS, {**cm(f"c{i}"), "metadata": {
             "name": f"c{i}", "labels": {"paged": "yes"}}}, ns)
-    first = await client.list(CONFIGMAPS, ns, limit=2, label_selector=mine)
+    first = await client.list(CONFIG_MAPS, ns, limit=2, label_selector=mine)
     assert len(first["items"]) == 2 and first["metadata"]["continue"]
-    second = await client.list(CONFIGMAPS, ns, limit=2, label_selector=mine,
+    second = await client.list(CONFIG_MAPS, ns, limit=2, label_selector=mine,
                                continue_=first["metadata"]["continue"])
     assert {i["metadata"]["name"] for i in first["items"]}.isdisjoint(
         i["metadata"]["name"] for i in second["items"])
 
     before = client.statistics().requests.get(("list", "configmaps"), 0)
-    everything = await client.list_all(CONFIGMAPS, ns, limit=2, label_selector=mine)
+    everything = await client.list_all(CONFIG_MAPS, ns, limit=2, label_selector=mine)
     assert client.statistics().requests[("list", "configmaps")] - before == 3
     assert sorted(i["metadata"]["name"] for i in everything["items"]) == [
         f"c{i}" for i in range(5)]
     assert everything["metadata"]["resourceVersion"] and "continue" not in everything["metadata"]
     assert all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in everything["items"])
-    assert len([i async for i in client.iter_list(CONFIGMAPS, ns, limit=2,
+    assert len([i async for i in client.iter_list(CONFIG_MAPS, ns, limit=2,
                                                   label_selector=mine)]) == 5
 
 
@@ -257,7 +255,7 @@ async def test_list_all_starts_over_when_the_continue_token_expires(
         client: Client, apiserver: Cluster) -> None:
     ns = apiserver.namespace
     for i in range(4):
-        await client.create(CONFIGMAPS, dict(cm(f"c{i}"), metadata={
+        await client.create(CONFIG_MAPS, dict(cm(f"c{i}"), metadata={
             "name": f"c{i}", "labels": {"page": "me"}}), ns)
     lists: list[RequestRecord] = []
 
@@ -268,7 +266,7 @@ async def test_list_all_starts_over_when_the_continue_token_expires(
                 apiserver.faults.fail_next(1, status=410, verb="list")
 
     client.add_request_observer(expire_after_first_page)
-    everything = await client.list_all(CONFIGMAPS, ns, limit=2, label_selector="page=me")
+    everything = await client.list_all(CONFIG_MAPS, ns, limit=2, label_selector="page=me")
     assert sorted(i["metadata"]["name"] for i in everything["items"]) == [
         f"c{i}" for i in range(4)]
     # the restarted list's second page is full and kube-root-ca.crt follows it, so a
@@ -281,7 +279,7 @@ async def test_list_restarts_are_bounded_and_iter_list_does_not_restart(
         client: Client, apiserver: Cluster) -> None:
     ns = apiserver.namespace
     for i in range(3):
-        await client.create(CONFIGMAPS, cm(f"c{i}"), ns)
+        await client.create(CONFIG_MAPS, cm(f"c{i}"), ns)
 
     def expire_every_continue(record: RequestRecord) -> None:
         if record.verb == "list" and record.status == 200:
@@ -289,12 +287,12 @@ async def test_list_restarts_are_bounded_and_iter_list_does_not_restart(
 
     client.add_request_observer(expire_every_continue)
     with pytest.raises(Gone):
-        await client.list_all(CONFIGMAPS, ns, limit=2)
+        await client.list_all(CONFIG_MAPS, ns, limit=2)
     assert client.statistics().requests[("list", "configmaps")] == 8  # 4 x (page, 410)
     apiserver.faults.clear()
     seen = []
     with pytest.raises(Gone):
-        async for item in client.iter_list(CONFIGMAPS, ns, limit=2):
+        async for item in client.iter_list(CONFIG_MAPS, ns, limit=2):
             seen.append(item["metadata"]["name"])
     assert seen == ["c0", "c1"]
 
@@ -302,24 +300,24 @@ async def test_list_restarts_are_bounded_and_iter_list_does_not_restart(
 async def test_delete_collection_deletes_what_matches(client: Client, apiserver: Cluster) -> None:
     ns = apiserver.namespace
     for name, keep in (("a", "no"), ("b", "no"), ("c", "yes")):
-        await client.create(CONFIGMAPS, {**cm(name), "metadata": {
+        await client.create(CONFIG_MAPS, {**cm(name), "metadata": {
             "name": name, "labels": {"keep": keep}}}, ns)
-    deleted = await client.delete_collection(CONFIGMAPS, ns, label_selector="keep=no")
+    deleted = await client.delete_collection(CONFIG_MAPS, ns, label_selector="keep=no")
     assert sorted(i["metadata"]["name"] for i in deleted["items"]) == ["a", "b"]
-    remaining = await client.list(CONFIGMAPS, ns, label_selector="keep")
+    remaining = await client.list(CONFIG_MAPS, ns, label_selector="keep")
     assert [i["metadata"]["name"] for i in remaining["items"]] == ["c"]
 
 
 async def test_low_level_request_and_stream(client: Client, apiserver: Cluster) -> None:
     version = await client.request("GET", "/version")
     assert version["major"] and version["gitVersion"]
-    path = CONFIGMAPS.path(apiserver.namespace)
-    start = await client.list(CONFIGMAPS, apiserver.namespace)
+    path = CONFIG_MAPS.path(apiserver.namespace)
+    start = await client.list(CONFIG_MAPS, apiserver.namespace)
     response = await client.open_stream(path, {
         "watch": True, "resourceVersion": start["metadata"]["resourceVersion"],
         "timeoutSeconds": 30}, inactivity_timeout=30)
     async with response:
-        await client.create(CONFIGMAPS, cm("watched"), apiserver.namespace)
+        await client.create(CONFIG_MAPS, cm("watched"), apiserver.namespace)
         line = await response.content.readline()
     assert b'"ADDED"' in line and b'"watched"' in line
     assert client.statistics().requests[("watch", "configmaps")] == 1
@@ -331,10 +329,10 @@ async def test_low_level_request_and_stream(client: Client, apiserver: Cluster) 
 async def test_an_expired_watch_reports_an_in_band_status(client: Client,
                                                           apiserver: Cluster) -> None:
     ns = apiserver.namespace
-    old = await client.create(CONFIGMAPS, cm("a"), ns)
-    await client.create(CONFIGMAPS, cm("b"), ns)
+    old = await client.create(CONFIG_MAPS, cm("a"), ns)
+    await client.create(CONFIG_MAPS, cm("b"), ns)
     apiserver.faults.compact()
-    response = await client.open_stream(CONFIGMAPS.path(ns), {
+    response = await client.open_stream(CONFIG_MAPS.path(ns), {
         "watch": True, "resourceVersion": old["metadata"]["resourceVersion"]})
     async with response:
         import orjson
@@ -361,19 +359,19 @@ def test_request_labels_follow_kube_apiserver_verbs() -> None:
 
 async def test_arguments_that_cannot_make_a_request_raise_value_error(client: Client) -> None:
     with pytest.raises(ValueError, match="configmaps is namespaced"):
-        await client.get(CONFIGMAPS, "a")
+        await client.get(CONFIG_MAPS, "a")
     with pytest.raises(ValueError, match="invalid object name"):
-        await client.get(CONFIGMAPS, "a/b", "ns")
+        await client.get(CONFIG_MAPS, "a/b", "ns")
     with pytest.raises(ValueError, match="field_manager"):
-        await client.patch(CONFIGMAPS, "a", {}, "ns", type="apply")
+        await client.patch(CONFIG_MAPS, "a", {}, "ns", type="apply")
     with pytest.raises(ValueError, match="force"):
-        await client.patch(CONFIGMAPS, "a", {}, "ns", force=True)
+        await client.patch(CONFIG_MAPS, "a", {}, "ns", force=True)
     with pytest.raises(ValueError, match="unknown patch type"):
-        await client.patch(CONFIGMAPS, "a", {}, "ns", type="yaml")
+        await client.patch(CONFIG_MAPS, "a", {}, "ns", type="yaml")
     with pytest.raises(ValueError, match=r"no metadata\.namespace"):
-        await client.update(CONFIGMAPS, cm("a"))
+        await client.update(CONFIG_MAPS, cm("a"))
     with pytest.raises(ValueError, match="does not match"):
-        await client.create(CONFIGMAPS, {**cm("a"), "metadata": {"name": "a", "namespace": "x"}},
+        await client.create(CONFIG_MAPS, {**cm("a"), "metadata": {"name": "a", "namespace": "x"}},
                             "y")
     assert client.statistics().total_requests == 0
 
@@ -384,24 +382,24 @@ async def test_arguments_that_cannot_make_a_request_raise_value_error(client: Cl
 async def test_typed_errors_name_the_problem(client: Client, apiserver: Cluster) -> None:
     ns = apiserver.namespace
     with pytest.raises(NotFound) as missing:
-        await client.get(CONFIGMAPS, "missing", ns)
+        await client.get(CONFIG_MAPS, "missing", ns)
     assert str(missing.value) == '404 NotFound: configmaps "missing" not found'
     assert missing.value.details["name"] == "missing"
-    first = await client.create(CONFIGMAPS, cm("a"), ns)
+    first = await client.create(CONFIG_MAPS, cm("a"), ns)
     with pytest.raises(AlreadyExists, match='configmaps "a" already exists'):
-        await client.create(CONFIGMAPS, cm("a"), ns)
-    await client.patch(CONFIGMAPS, "a", {"data": {"changed": "yes"}}, ns)
+        await client.create(CONFIG_MAPS, cm("a"), ns)
+    await client.patch(CONFIG_MAPS, "a", {"data": {"changed": "yes"}}, ns)
     with pytest.raises(Conflict, match="the object has been modified") as stale:
-        await client.update(CONFIGMAPS, first)
+        await client.update(CONFIG_MAPS, first)
     assert stale.value.reason == "Conflict" and not isinstance(stale.value, AlreadyExists)
     with pytest.raises(Conflict, match="the ResourceVersion in the precondition"):
-        await client.delete(CONFIGMAPS, "a", ns, resource_version=first["metadata"][
+        await client.delete(CONFIG_MAPS, "a", ns, resource_version=first["metadata"][
             "resourceVersion"])
     with pytest.raises(Invalid) as invalid:
-        await client.create(CONFIGMAPS, cm("Not_Valid"), ns)
+        await client.create(CONFIG_MAPS, cm("Not_Valid"), ns)
     assert invalid.value.causes and invalid.value.causes[0]["field"] == "metadata.name"
     with pytest.raises(MethodNotAllowed):
-        await client.request("POST", CONFIGMAPS.path(ns, "a"), body=cm("a"))
+        await client.request("POST", CONFIG_MAPS.path(ns, "a"), body=cm("a"))
 
 
 @pytest.mark.in_process_only
@@ -412,7 +410,7 @@ async def test_anonymous_requests_are_forbidden(apiserver: Cluster) -> None:
     cfg.ssl_ca_cert = apiserver.configuration.ssl_ca_cert
     async with Client(cfg) as anonymous:
         with pytest.raises(Forbidden, match='User "system:anonymous" cannot get'):
-            await anonymous.get(CONFIGMAPS, "a", apiserver.namespace)
+            await anonymous.get(CONFIG_MAPS, "a", apiserver.namespace)
 
 
 async def test_a_wrong_token_is_unauthorized(apiserver: Cluster) -> None:
@@ -423,7 +421,7 @@ async def test_a_wrong_token_is_unauthorized(apiserver: Cluster) -> None:
     cfg.api_key_prefix = {"BearerToken": "Bearer"}
     async with Client(cfg, retry=RetryPolicy(max_retries=0)) as wrong:
         with pytest.raises(Unauthorized) as info:
-            await wrong.get(CONFIGMAPS, "a", apiserver.namespace)
+            await wrong.get(CONFIG_MAPS, "a", apiserver.namespace)
     assert info.value.status == 401
 
 
@@ -432,9 +430,9 @@ async def test_a_wrong_token_is_unauthorized(apiserver: Cluster) -> None:
 
 async def test_get_is_retried_on_500_with_backoff_and_counted(
         client: Client, apiserver: Cluster, clock: RecordingClock) -> None:
-    await client.create(CONFIGMAPS, cm("a"), apiserver.namespace)
+    await client.create(CONFIG_MAPS, cm("a"), apiserver.namespace)
     apiserver.faults.fail_next(2, status=500, verb="get")
-    got = await client.get(CONFIGMAPS, "a", apiserver.namespace)
+    got = await client.get(CONFIG_MAPS, "a", apiserver.namespace)
     assert got["metadata"]["name"] == "a"
     assert clock.sleeps == [0.2, 0.4]
     stats = client.statistics()
@@ -445,7 +443,7 @@ async def test_get_is_retried_on_500_with_backoff_and_counted(
 async def test_429_is_retried_for_writes_after_retry_after(
         client: Client, apiserver: Cluster, clock: RecordingClock) -> None:
     apiserver.faults.fail_next(1, status=429, verb="create", retry_after=7)
-    await client.create(CONFIGMAPS, cm("a"), apiserver.namespace)
+    await client.create(CONFIG_MAPS, cm("a"), apiserver.namespace)
     assert clock.sleeps == [7.0]
     assert client.statistics().retries == {("create", "configmaps"): 1}
 
@@ -455,7 +453,7 @@ async def test_a_retry_after_beyond_the_limit_is_raised_not_waited(
     apiserver.faults.fail_next(1, status=429, verb="list", retry_after=600)
     async with Client(apiserver.configuration, clock=clock) as client:
         with pytest.raises(TooManyRequests) as info:
-            await client.list(CONFIGMAPS, apiserver.namespace)
+            await client.list(CONFIG_MAPS, apiserver.namespace)
     assert info.value.retry_after == 600 and clock.sleeps == []
 
 
@@ -465,18 +463,18 @@ async def test_writes_are_not_retried_on_server_errors(
         client: Client, apiserver: Cluster, clock: RecordingClock, verb: str,
         status: int) -> None:
     ns = apiserver.namespace
-    obj = await client.create(CONFIGMAPS, cm("a"), ns)
+    obj = await client.create(CONFIG_MAPS, cm("a"), ns)
     apiserver.faults.fail_next(1, status=status, verb=verb)
     with pytest.raises(ServerError) as info:
         match verb:
             case "create":
-                await client.create(CONFIGMAPS, cm("b"), ns)
+                await client.create(CONFIG_MAPS, cm("b"), ns)
             case "update":
-                await client.update(CONFIGMAPS, obj)
+                await client.update(CONFIG_MAPS, obj)
             case "patch":
-                await client.patch(CONFIGMAPS, "a", {"data": {"k": "v"}}, ns)
+                await client.patch(CONFIG_MAPS, "a", {"data": {"k": "v"}}, ns)
             case _:
-                await client.delete(CONFIGMAPS, "a", ns)
+                await client.delete(CONFIG_MAPS, "a", ns)
     assert info.value.status == status
     assert clock.sleeps == [] and client.statistics().total_retries == 0
     assert apiserver.require_server().request_count(verb, "configmaps") == (
@@ -488,7 +486,7 @@ async def test_retries_are_bounded(apiserver: Cluster, clock: RecordingClock) ->
     policy = RetryPolicy(max_retries=3, initial_delay=1.0, max_delay=3.0, jitter=0.5)
     async with Client(apiserver.configuration, clock=clock, retry=policy) as client:
         with pytest.raises(ServerError) as info:
-            await client.get(CONFIGMAPS, "a", apiserver.namespace)
+            await client.get(CONFIG_MAPS, "a", apiserver.namespace)
     assert info.value.reason == "ServiceUnavailable"
     assert "(after 3 retries)" in info.value.__notes__
     assert len(clock.sleeps) == 3
@@ -509,7 +507,7 @@ async def test_connection_refused_is_retried_for_every_verb(clock: RecordingCloc
     cfg = Configuration(host=f"http://127.0.0.1:{_closed_port()}")
     async with Client(cfg, clock=clock, retry=RetryPolicy(max_retries=2, jitter=0)) as client:
         with pytest.raises(APIConnectionError, match="cannot connect") as info:
-            await client.create(CONFIGMAPS, cm("a"), "default")
+            await client.create(CONFIG_MAPS, cm("a"), "default")
     assert info.value.sent is False
     assert clock.sleeps == [0.2, 0.4]
 
@@ -520,10 +518,10 @@ async def test_a_timed_out_write_is_not_retried_and_a_read_is(
     async with Client(apiserver.configuration, clock=clock, timeout=1e-6,
                       retry=RetryPolicy(max_retries=2, jitter=0)) as client:
         with pytest.raises(APITimeoutError) as write:
-            await client.create(CONFIGMAPS, cm("a"), apiserver.namespace)
+            await client.create(CONFIG_MAPS, cm("a"), apiserver.namespace)
         assert clock.sleeps == [] and write.value.sent
         with pytest.raises(TimeoutError):
-            await client.get(CONFIGMAPS, "a", apiserver.namespace)
+            await client.get(CONFIG_MAPS, "a", apiserver.namespace)
         assert clock.sleeps == [0.2, 0.4]
         assert client.statistics().retries == {("get", "configmaps"): 2}
 
@@ -561,10 +559,10 @@ async def test_write_observers_see_every_write_with_its_resource_version(
     released = await client.patch(gizmos, "g", {"metadata": {"finalizers": None}}, ns)
     with pytest.raises(NotFound):
         await client.get(gizmos, "g", ns)
-    cmap = await client.create(CONFIGMAPS, cm("c"), ns)
-    await client.delete(CONFIGMAPS, "c", ns)
+    cmap = await client.create(CONFIG_MAPS, cm("c"), ns)
+    await client.delete(CONFIG_MAPS, "c", ns)
     remove()
-    await client.create(CONFIGMAPS, cm("unobserved"), ns)
+    await client.create(CONFIG_MAPS, cm("unobserved"), ns)
 
     assert [(r.verb, r.key.name, r.resource_version, r.deleted) for r in records] == [
         ("create", "g", created["metadata"]["resourceVersion"], False),
@@ -577,8 +575,8 @@ async def test_write_observers_see_every_write_with_its_resource_version(
     ]
     assert records[0].uid == created["metadata"]["uid"] == records[3].uid
     assert records[-1].uid == cmap["metadata"]["uid"] and records[-1].key.namespace == ns
-    assert client.last_written_rv(CONFIGMAPS, ns, "c") is None
-    assert client.last_written_rv(CONFIGMAPS, ns, "unobserved") is not None
+    assert client.last_written_rv(CONFIG_MAPS, ns, "c") is None
+    assert client.last_written_rv(CONFIG_MAPS, ns, "unobserved") is not None
 
 
 async def test_a_failing_observer_does_not_fail_the_write(
@@ -589,7 +587,7 @@ async def test_a_failing_observer_does_not_fail_the_write(
     client.add_write_observer(broken)
     client.add_request_observer(lambda record: 1 / 0)  # type: ignore[func-returns-value]
     with caplog.at_level(logging.ERROR, logger="reconcilekit.client"):
-        created = await client.create(CONFIGMAPS, cm("a"), apiserver.namespace)
+        created = await client.create(CONFIG_MAPS, cm("a"), apiserver.namespace)
     assert created["metadata"]["name"] == "a"
     assert {r.getMessage().split(" ")[0] for r in caplog.records} == {"write", "request"}
 
@@ -598,7 +596,7 @@ async def test_request_observers_see_each_attempt(client: Client, apiserver: Clu
     records: list[RequestRecord] = []
     client.add_request_observer(records.append)
     apiserver.faults.fail_next(1, status=503, verb="list")
-    await client.list(CONFIGMAPS, apiserver.namespace)
+    await client.list(CONFIG_MAPS, apiserver.namespace)
     assert [(r.verb, r.resource, r.method, r.status, r.retried) for r in records] == [
         ("list", "configmaps", "GET", 503, True), ("list", "configmaps", "GET", 200, False)]
 
@@ -616,7 +614,7 @@ def _kubeconfig(apiserver: Cluster, tmp_path: Path) -> Path:
 async def test_from_kubeconfig(apiserver: Cluster, tmp_path: Path) -> None:
     path = _kubeconfig(apiserver, tmp_path)
     async with await Client.from_kubeconfig(path) as client:
-        assert (await client.list(CONFIGMAPS, apiserver.namespace))["kind"] == "ConfigMapList"
+        assert (await client.list(CONFIG_MAPS, apiserver.namespace))["kind"] == "ConfigMapList"
     with pytest.raises(FileNotFoundError, match="does not exist"):
         await Client.from_kubeconfig(tmp_path / "missing")
 
@@ -635,9 +633,9 @@ async def test_from_environment_reads_kubeconfig_at_call_time(
 async def test_a_closed_client_refuses_requests(apiserver: Cluster) -> None:
     client = Client(apiserver.configuration)
     async with client:
-        await client.list(CONFIGMAPS, apiserver.namespace)
+        await client.list(CONFIG_MAPS, apiserver.namespace)
     with pytest.raises(RuntimeError, match="closed"):
-        await client.list(CONFIGMAPS, apiserver.namespace)
+        await client.list(CONFIG_MAPS, apiserver.namespace)
     await client.close()
 
 
@@ -693,19 +691,19 @@ async def test_the_proxy_comes_from_the_configuration_or_the_environment(
     async with ConnectProxy() as from_env, ConnectProxy() as configured:
         monkeypatch.setenv("HTTPS_PROXY", from_env.url)
         async with Client(apiserver.configuration) as client:
-            await client.list(CONFIGMAPS, "default")
-            await client.list(CONFIGMAPS, "kube-system")
+            await client.list(CONFIG_MAPS, "default")
+            await client.list(CONFIG_MAPS, "kube-system")
         assert from_env.tunnels == [f"127.0.0.1:{port}"]  # one tunnel, kept alive
 
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         async with Client(apiserver.configuration) as client:
-            await client.list(CONFIGMAPS, "default")
+            await client.list(CONFIG_MAPS, "default")
         assert len(from_env.tunnels) == 1
 
         cfg = copy.copy(apiserver.configuration)
         cfg.proxy = configured.url
         async with Client(cfg) as client:
-            await client.list(CONFIGMAPS, "default")
+            await client.list(CONFIG_MAPS, "default")
         assert configured.tunnels == [f"127.0.0.1:{port}"] and len(from_env.tunnels) == 1
 
 
@@ -716,11 +714,11 @@ async def test_in_flight_counts_requests_waiting_on_the_server(apiserver: Cluste
         configuration = copy.copy(apiserver.configuration)
         configuration.host = proxy.url
         async with Client(configuration) as via_proxy:
-            await via_proxy.list(CONFIGMAPS, apiserver.namespace)  # a pooled connection
+            await via_proxy.list(CONFIG_MAPS, apiserver.namespace)  # a pooled connection
             assert via_proxy.statistics().in_flight == 0
             proxy.stall()
             async with anyio.create_task_group() as tg:
-                tg.start_soon(via_proxy.list, CONFIGMAPS, apiserver.namespace)
+                tg.start_soon(via_proxy.list, CONFIG_MAPS, apiserver.namespace)
                 while via_proxy.statistics().in_flight == 0:
                     await anyio.lowlevel.checkpoint()
                 assert via_proxy.statistics().in_flight == 1
@@ -738,14 +736,14 @@ async def test_lease_requests_never_wait_for_a_connection_behind_the_work(
     configuration.connection_pool_maxsize = 2
     ns = apiserver.namespace
     async with Client(configuration, timeout=60) as client:
-        streams = [await client.open_stream(CONFIGMAPS.path(ns), {"watch": True})
+        streams = [await client.open_stream(CONFIG_MAPS.path(ns), {"watch": True})
                    for _ in range(2)]
         try:
             with anyio.fail_after(30):  # it waited for a watch to end before: 60 s, an error
                 with pytest.raises(NotFound):
                     await client.get(LEASES, "nobody", ns)
                 with anyio.move_on_after(0.5) as waited:  # the pool is full indeed
-                    await client.get(CONFIGMAPS, "nothing", ns)
+                    await client.get(CONFIG_MAPS, "nothing", ns)
             assert waited.cancelled_caught
         finally:
             for stream in streams:
@@ -777,7 +775,7 @@ async def test_a_client_closed_in_a_cancelled_scope_closes_its_lease_connections
     ns = apiserver.namespace
     client = Client(apiserver.configuration)
     with pytest.raises(NotFound):
-        await client.get(CONFIGMAPS, "nothing", ns)
+        await client.get(CONFIG_MAPS, "nothing", ns)
     with pytest.raises(NotFound):
         await client.get(LEASES, "nobody", ns)
     with anyio.CancelScope() as scope:
@@ -785,4 +783,4 @@ async def test_a_client_closed_in_a_cancelled_scope_closes_its_lease_connections
         await client.close()
     gc.collect()  # an open session would warn here (an error under filterwarnings)
     with pytest.raises(RuntimeError, match="closed"):
-        await client.get(CONFIGMAPS, "nothing", ns)
+        await client.get(CONFIG_MAPS, "nothing", ns)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from reconcilekit import Client, Resource, Unauthorized
+from reconcilekit import Client, Unauthorized
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.testing import Cluster, write_volume
 from reconcilekit.testing.apiserver import APIServer
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 REVIEWS = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 
 
@@ -65,7 +65,7 @@ async def test_a_token_rotated_like_the_kubelet_does_is_carried_by_the_next_requ
         write_like_the_kubelet(tmp_path, new)
         server.revoke_token(old)
         assert await whoami(client) == "operator-new"
-        await client.create(CONFIGMAPS, {"metadata": {"name": "after"}}, apiserver.namespace)
+        await client.create(CONFIG_MAPS, {"metadata": {"name": "after"}}, apiserver.namespace)
         assert sum(client.statistics().errors.values()) == 0
 
 
@@ -88,24 +88,24 @@ async def test_a_401_reads_the_token_again_and_sends_the_request_once_more(
     path.write_text(first)
     caplog.set_level(logging.INFO, "reconcilekit")
     async with in_cluster(server, path) as client:
-        await client.create(CONFIGMAPS, {"metadata": {"name": "before"}}, ns)
+        await client.create(CONFIG_MAPS, {"metadata": {"name": "before"}}, ns)
         rewrite_unseen(path, second)  # the client cannot tell the file changed
         server.revoke_token(first)
-        await client.create(CONFIGMAPS, {"metadata": {"name": "after"}}, ns)
+        await client.create(CONFIG_MAPS, {"metadata": {"name": "after"}}, ns)
         stats = client.statistics()
         assert stats.errors == {("create", "configmaps"): 1}
         assert stats.retries == {("create", "configmaps"): 1}
 
         rewrite_unseen(path, third)
         server.revoke_token(second)
-        response = await client.open_stream(CONFIGMAPS.path(ns), {"watch": "true"})
+        response = await client.open_stream(CONFIG_MAPS.path(ns), {"watch": "true"})
         response.release()
         assert client.statistics().retries[("watch", "configmaps")] == 1
 
         # a file that still holds the rejected token: nothing to retry with
         server.revoke_token(third)
         with pytest.raises(Unauthorized):
-            await client.get(CONFIGMAPS, "after", ns)
+            await client.get(CONFIG_MAPS, "after", ns)
         assert ("get", "configmaps") not in client.statistics().retries
     lines = [r for r in caplog.records if "rejected the service-account token" in r.getMessage()]
     assert [r.levelname for r in lines] == ["INFO", "INFO"]

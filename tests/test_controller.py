@@ -20,7 +20,6 @@ from reconcilekit import (
     Controller,
     Reconciler,
     Request,
-    Resource,
     Result,
     SelectorError,
     TerminalError,
@@ -29,10 +28,9 @@ from reconcilekit import (
     label_selector_predicate,
     labels_changed,
 )
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.testing import Cluster, FakeClock, eventually
 from reconcilekit.workqueue import ItemExponentialFailureRateLimiter
-
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 
 
 def cm(name: str, **data: str) -> dict[str, Any]:
@@ -84,15 +82,15 @@ async def test_no_key_is_reconciled_twice_at_once_under_8_workers(apiserver: Clu
     ns = apiserver.namespace
     names = [f"c{i}" for i in range(5)]
     for name in names:
-        await client.create(CONFIGMAPS, cm(name), ns)
+        await client.create(CONFIG_MAPS, cm(name), ns)
     cache = Cache(client, namespace=ns)
     reconciler = Recording()
     controller = Controller("storm", reconciler, cache, max_concurrent_reconciles=8)
-    controller.watch(CONFIGMAPS, enqueue_object)
+    controller.watch(CONFIG_MAPS, enqueue_object)
     async with running(cache, controller):
         for round_ in range(20):  # a storm of updates to few keys
             for name in names:
-                await client.patch(CONFIGMAPS, name, {"data": {"round": str(round_)}}, ns)
+                await client.patch(CONFIG_MAPS, name, {"data": {"round": str(round_)}}, ns)
         await eventually(lambda: len(controller.queue) == 0 and controller.in_flight == 0
                          and all(reconciler.calls[n] >= 2 for n in names))
     assert reconciler.overlaps == 0
@@ -102,7 +100,7 @@ async def test_no_key_is_reconciled_twice_at_once_under_8_workers(apiserver: Clu
 async def test_errors_back_off_per_key_and_success_resets(apiserver: Cluster,
                                                           client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("flaky"), ns)
+    await client.create(CONFIG_MAPS, cm("flaky"), ns)
     clock = FakeClock()
     fail_until = 4
 
@@ -116,7 +114,7 @@ async def test_errors_back_off_per_key_and_success_resets(apiserver: Cluster,
         base_delay=1.0, max_delay=100.0)
     cache = Cache(client, namespace=ns, clock=clock)
     controller = Controller("flaky", reconciler, cache, rate_limiter=limiter, clock=clock)
-    controller.watch(CONFIGMAPS, enqueue_object)
+    controller.watch(CONFIG_MAPS, enqueue_object)
     key = Request(ns, "flaky")
     async with running(cache, controller):
         await eventually(lambda: reconciler.calls["flaky"] == 1)
@@ -134,13 +132,13 @@ async def test_errors_back_off_per_key_and_success_resets(apiserver: Cluster,
 async def test_requeue_after_reconciles_again_at_the_deadline(apiserver: Cluster,
                                                               client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("again"), ns)
+    await client.create(CONFIG_MAPS, cm("again"), ns)
     clock = FakeClock()
     reconciler = Recording(lambda r, n: Result.requeue_after(30)
                            if r.name == "again" and n == 1 else Result.done())
     cache = Cache(client, namespace=ns, clock=clock)
     controller = Controller("again", reconciler, cache, clock=clock)
-    controller.watch(CONFIGMAPS, enqueue_object)
+    controller.watch(CONFIG_MAPS, enqueue_object)
     async with running(cache, controller):
         await eventually(lambda: reconciler.calls["again"] == 1)
         await eventually(lambda: controller.queue.statistics().waiting == 1)
@@ -166,14 +164,14 @@ async def test_a_raising_reconcile_does_not_stop_others_and_terminal_is_not_retr
     reconciler = Recording(behaviour)
     cache = Cache(client, namespace=ns, clock=clock)
     controller = Controller("mixed", reconciler, cache, clock=clock)
-    controller.watch(CONFIGMAPS, enqueue_object)
+    controller.watch(CONFIG_MAPS, enqueue_object)
     async with running(cache, controller):
         for name in ("bad", "hopeless", "good"):
-            await client.create(CONFIGMAPS, cm(name), ns)
+            await client.create(CONFIG_MAPS, cm(name), ns)
         await eventually(lambda: all(reconciler.calls[n] == 1
                                      for n in ("bad", "hopeless", "good")))
         await eventually(lambda: controller.queue.statistics().waiting == 1)  # only "bad"
-        await client.create(CONFIGMAPS, cm("later"), ns)
+        await client.create(CONFIG_MAPS, cm("later"), ns)
         await eventually(lambda: reconciler.calls["later"] == 1)
     records = [r for r in caplog.records if r.name == "reconcilekit.controller"]
     assert any("retrying" in r.getMessage() and getattr(r, "key", "") == f"{ns}/bad"
@@ -203,11 +201,11 @@ async def test_failures_are_logged_by_kind_one_line_each_and_repeats_counted(
     reconciler = Recording(behaviour)
     cache = Cache(client, namespace=ns, clock=clock)
     controller = Controller("logs", reconciler, cache, rate_limiter=limiter, clock=clock)
-    controller.watch(CONFIGMAPS, enqueue_object)
+    controller.watch(CONFIG_MAPS, enqueue_object)
     caplog.set_level(logging.INFO, logger="reconcilekit.controller")
     async with running(cache, controller):
         for name in outcomes:
-            await client.create(CONFIGMAPS, cm(name), ns)
+            await client.create(CONFIG_MAPS, cm(name), ns)
         for attempt in range(1, 5):  # four failures each, a second apart, then success
             # every key has failed and waits out its backoff before the clock moves
             await eventually(lambda a=attempt: all(reconciler.calls[n] == a for n in outcomes)
@@ -239,7 +237,7 @@ async def test_failures_are_logged_by_kind_one_line_each_and_repeats_counted(
 async def test_a_failure_while_a_change_came_in_says_the_key_is_queued_again(
         apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("busy"), ns)
+    await client.create(CONFIG_MAPS, cm("busy"), ns)
     cache = Cache(client, namespace=ns)
     calls = 0
 
@@ -250,13 +248,13 @@ async def test_a_failure_while_a_change_came_in_says_the_key_is_queued_again(
                 return Result.done()
             calls += 1
             if calls == 1:  # a change arrives while this reconcile runs, then it fails
-                await client.patch(CONFIGMAPS, "busy", {"data": {"v": "2"}}, ns)
-                await eventually(lambda: cache.has_seen_own_write(CONFIGMAPS, "busy", ns))
+                await client.patch(CONFIG_MAPS, "busy", {"data": {"v": "2"}}, ns)
+                await eventually(lambda: cache.has_seen_own_write(CONFIG_MAPS, "busy", ns))
                 raise RuntimeError("failed after the change")
             return Result.done()
 
     controller = Controller("busy", ChangesThenFails(), cache)
-    controller.watch(CONFIGMAPS, enqueue_object)
+    controller.watch(CONFIG_MAPS, enqueue_object)
     async with running(cache, controller):
         await eventually(lambda: calls == 2)  # the queued change, at once, not after backoff
     [line] = [r.getMessage() for r in caplog.records if r.name == "reconcilekit.controller"]
@@ -267,7 +265,7 @@ async def test_a_failure_while_a_change_came_in_says_the_key_is_queued_again(
 async def test_reconcile_timeout_cancels_and_retries(apiserver: Cluster, client: Client
                                                      ) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("slow"), ns)
+    await client.create(CONFIG_MAPS, cm("slow"), ns)
 
     class Slow(Reconciler):
         calls = 0
@@ -285,22 +283,22 @@ async def test_reconcile_timeout_cancels_and_retries(apiserver: Cluster, client:
     cache = Cache(client, namespace=ns)
     controller = Controller("slow", Slow(), cache, reconcile_timeout=0.05,
                             rate_limiter=limiter)
-    controller.watch(CONFIGMAPS, enqueue_object)
+    controller.watch(CONFIG_MAPS, enqueue_object)
     async with running(cache, controller):
         await eventually(lambda: Slow.calls == 2)
 
 
 async def test_predicates_filter_events(apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("p"), ns)
+    await client.create(CONFIG_MAPS, cm("p"), ns)
     reconciler = Recording()
     cache = Cache(client, namespace=ns)
     controller = Controller("labels", reconciler, cache)
-    controller.watch(CONFIGMAPS, enqueue_object, predicates=[labels_changed()])
+    controller.watch(CONFIG_MAPS, enqueue_object, predicates=[labels_changed()])
     async with running(cache, controller):
         await eventually(lambda: reconciler.calls["p"] == 1)  # creation passes
-        await client.patch(CONFIGMAPS, "p", {"data": {"x": "1"}}, ns)  # filtered out
-        await client.patch(CONFIGMAPS, "p", {"metadata": {"labels": {"a": "b"}}}, ns)
+        await client.patch(CONFIG_MAPS, "p", {"data": {"x": "1"}}, ns)  # filtered out
+        await client.patch(CONFIG_MAPS, "p", {"metadata": {"labels": {"a": "b"}}}, ns)
         await eventually(lambda: reconciler.calls["p"] == 2)
     assert reconciler.calls["p"] == 2
 
@@ -350,7 +348,7 @@ async def test_the_initial_list_does_not_starve_new_events(apiserver: Cluster,
     initial keys (checked by feeding the backlog straight into the queue)."""
     ns = apiserver.namespace
     for i in range(150):
-        await client.create(CONFIGMAPS, cm(f"old-{i:03d}"), ns)
+        await client.create(CONFIG_MAPS, cm(f"old-{i:03d}"), ns)
 
     class Slow(Recording):
         async def reconcile(self, request: Request) -> Result:
@@ -360,10 +358,10 @@ async def test_the_initial_list_does_not_starve_new_events(apiserver: Cluster,
     reconciler = Slow()
     cache = Cache(client, namespace=ns)
     controller = Controller("fair", reconciler, cache)
-    controller.watch(CONFIGMAPS, enqueue_object)
+    controller.watch(CONFIG_MAPS, enqueue_object)
     async with running(cache, controller):
         await eventually(lambda: len(reconciler.order) >= 3)
-        await client.create(CONFIGMAPS, cm("new"), ns)
+        await client.create(CONFIG_MAPS, cm("new"), ns)
         await eventually(lambda: "new" in reconciler.calls)
         position = reconciler.order.index("new")
         await eventually(lambda: len(reconciler.calls) >= 151, within=30)  # (+ kube-root-ca.crt)

@@ -10,12 +10,11 @@ from typing import Any
 import anyio
 import pytest
 
-from reconcilekit import Client, EventRecorder, Resource
+from reconcilekit import Client, EventRecorder
+from reconcilekit.kinds import CONFIG_MAPS, EVENTS
 from reconcilekit.metrics import EventRecorderStatistics
 from reconcilekit.testing import Cluster, FakeClock, eventually
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-EVENTS = Resource("", "v1", "Event", "events")
 WALL_START = 1_700_000_000.0
 
 
@@ -32,7 +31,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def configmap(apiserver: Cluster, client: Client) -> dict[str, Any]:
-    return await client.create(CONFIGMAPS, {"metadata": {"name": "web"}}, apiserver.namespace)
+    return await client.create(CONFIG_MAPS, {"metadata": {"name": "web"}}, apiserver.namespace)
 
 
 @asynccontextmanager
@@ -204,7 +203,6 @@ async def test_run_twice_raises(client: Client) -> None:
     async with running(recorder):
         with pytest.raises(RuntimeError, match="already running"):
             await recorder.run()
-
 
 
 async def test_writes_are_rate_limited_on_the_clock_and_flush_lifts_the_limit(

@@ -25,9 +25,9 @@ from reconcilekit.finalizers import (
     finalize,
     remove_finalizer,
 )
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.testing import Cluster
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 OURS = "example.com/cleanup"
 OTHER = "other.example/hold"
 
@@ -108,11 +108,11 @@ def client(apiserver: Cluster) -> RawRequestClient:
 
 
 def _path(cluster: Cluster, name: str) -> str:
-    return CONFIGMAPS.path(cluster.namespace, name)
+    return CONFIG_MAPS.path(cluster.namespace, name)
 
 
 async def create(cluster: Cluster, name: str, finalizers: list[str]) -> dict[str, Any]:
-    made = await cluster.request("POST", CONFIGMAPS.path(cluster.namespace), json={
+    made = await cluster.request("POST", CONFIG_MAPS.path(cluster.namespace), json={
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "finalizers": finalizers}, "data": {"k": "v"}})
     assert made.status == 201, made
@@ -167,7 +167,7 @@ async def test_add_finalizer_to_object_being_deleted_returns_being_deleted_and_s
     await start_deletion(apiserver, "cm")
     deleting = await read(apiserver, "cm")
 
-    assert await add_finalizer(client, CONFIGMAPS, deleting or {}, OURS) is (
+    assert await add_finalizer(client, CONFIG_MAPS, deleting or {}, OURS) is (
         FinalizerResult.BEING_DELETED)
     assert client.verbs() == []
     assert finalizers_of(await read(apiserver, "cm")) == [OTHER]
@@ -190,7 +190,7 @@ async def test_add_finalizer_when_deletion_starts_after_the_read_returns_being_d
         await start_deletion(apiserver, "cm")
 
     client.before_write = deletion_starts
-    assert await add_finalizer(client, CONFIGMAPS, stale, OURS) is FinalizerResult.BEING_DELETED
+    assert await add_finalizer(client, CONFIG_MAPS, stale, OURS) is FinalizerResult.BEING_DELETED
     assert client.calls == [("PATCH", 422), ("GET", 200)]
     assert finalizers_of(await read(apiserver, "cm")) == [OTHER]
     await release_all(apiserver, "cm")
@@ -199,14 +199,14 @@ async def test_add_finalizer_when_deletion_starts_after_the_read_returns_being_d
 async def test_add_finalizer_adds_once_then_reports_already_present(
         apiserver: Cluster, client: RawRequestClient) -> None:
     made = await create(apiserver, "cm", [])
-    assert await add_finalizer(client, CONFIGMAPS, made, OURS) is FinalizerResult.ADDED
+    assert await add_finalizer(client, CONFIG_MAPS, made, OURS) is FinalizerResult.ADDED
     fresh = await read(apiserver, "cm")
     assert finalizers_of(fresh) == [OURS]
     assert fresh is not None
-    assert await add_finalizer(client, CONFIGMAPS, fresh, OURS) is (
+    assert await add_finalizer(client, CONFIG_MAPS, fresh, OURS) is (
         FinalizerResult.ALREADY_PRESENT)
     # A stale read without it: the guarded PATCH fails, the re-read shows it.
-    assert await add_finalizer(client, CONFIGMAPS, made, OURS) is (
+    assert await add_finalizer(client, CONFIG_MAPS, made, OURS) is (
         FinalizerResult.ALREADY_PRESENT)
     assert finalizers_of(await read(apiserver, "cm")) == [OURS]
     await release_all(apiserver, "cm")
@@ -216,7 +216,7 @@ async def test_add_finalizer_keeps_a_finalizer_another_controller_added_meanwhil
         apiserver: Cluster, client: RawRequestClient) -> None:
     stale = await create(apiserver, "cm", [])
     assert await set_finalizers(apiserver, "cm", [OTHER]) == 200
-    assert await add_finalizer(client, CONFIGMAPS, stale, OURS) is FinalizerResult.ADDED
+    assert await add_finalizer(client, CONFIG_MAPS, stale, OURS) is FinalizerResult.ADDED
     assert finalizers_of(await read(apiserver, "cm")) == [OTHER, OURS]
     await release_all(apiserver, "cm")
 
@@ -225,9 +225,9 @@ async def test_add_finalizer_never_touches_a_new_object_that_took_the_name(
         apiserver: Cluster, client: RawRequestClient) -> None:
     old = await create(apiserver, "cm", [])
     await start_deletion(apiserver, "cm")
-    assert await add_finalizer(client, CONFIGMAPS, old, OURS) is FinalizerResult.GONE
+    assert await add_finalizer(client, CONFIG_MAPS, old, OURS) is FinalizerResult.GONE
     await create(apiserver, "cm", [])
-    assert await add_finalizer(client, CONFIGMAPS, old, OURS) is FinalizerResult.GONE
+    assert await add_finalizer(client, CONFIG_MAPS, old, OURS) is FinalizerResult.GONE
     assert finalizers_of(await read(apiserver, "cm")) == []
 
 
@@ -240,7 +240,7 @@ async def test_remove_finalizer_never_removes_an_entry_that_moved_into_its_index
     # Meanwhile one controller released "a", another added OTHER: OTHER now sits
     # at index 1, where OURS was in the stale read.
     assert await set_finalizers(apiserver, "cm", [OURS, OTHER]) == 200
-    released = await remove_finalizer(client, CONFIGMAPS, stale, OURS)
+    released = await remove_finalizer(client, CONFIG_MAPS, stale, OURS)
     assert finalizers_of(released) == [OTHER]
     assert finalizers_of(await read(apiserver, "cm")) == [OTHER]
     assert client.calls == [("PATCH", 422), ("GET", 200), ("PATCH", 200)]
@@ -251,7 +251,7 @@ async def test_remove_finalizer_never_brings_back_an_entry_removed_meanwhile(
         apiserver: Cluster, client: RawRequestClient) -> None:
     stale = await create(apiserver, "cm", [OTHER, OURS])
     assert await set_finalizers(apiserver, "cm", [OURS]) == 200
-    released = await remove_finalizer(client, CONFIGMAPS, stale, OURS)
+    released = await remove_finalizer(client, CONFIG_MAPS, stale, OURS)
     assert finalizers_of(released) == []
     assert finalizers_of(await read(apiserver, "cm")) == []
 
@@ -259,7 +259,7 @@ async def test_remove_finalizer_never_brings_back_an_entry_removed_meanwhile(
 async def test_remove_finalizer_without_it_writes_nothing(
         apiserver: Cluster, client: RawRequestClient) -> None:
     made = await create(apiserver, "cm", [OTHER])
-    assert await remove_finalizer(client, CONFIGMAPS, made, OURS) == made
+    assert await remove_finalizer(client, CONFIG_MAPS, made, OURS) == made
     assert client.calls == []
     await release_all(apiserver, "cm")
 
@@ -269,7 +269,7 @@ async def test_remove_finalizer_of_a_gone_object_is_done(
     stale = await create(apiserver, "cm", [OURS])
     await set_finalizers(apiserver, "cm", [])
     await start_deletion(apiserver, "cm")
-    assert await remove_finalizer(client, CONFIGMAPS, stale, OURS) is None
+    assert await remove_finalizer(client, CONFIG_MAPS, stale, OURS) is None
     assert client.verbs() == ["PATCH", "GET"]
 
 
@@ -279,7 +279,7 @@ async def test_remove_finalizer_never_touches_a_new_object_that_took_the_name(
     await set_finalizers(apiserver, "cm", [])
     await start_deletion(apiserver, "cm")
     await create(apiserver, "cm", [OURS])
-    assert await remove_finalizer(client, CONFIGMAPS, stale, OURS) is None
+    assert await remove_finalizer(client, CONFIG_MAPS, stale, OURS) is None
     assert finalizers_of(await read(apiserver, "cm")) == [OURS]
     await release_all(apiserver, "cm")
 
@@ -313,7 +313,7 @@ async def test_delete_then_release_deletes_first_so_no_finalizer_can_slip_in_bet
         seen.append((verb, bool(now["metadata"].get("deletionTimestamp")), answer))
 
     client.after_write = other_controller_ensures_its_finalizer
-    released = await delete_then_release(client, CONFIGMAPS, made, OURS)
+    released = await delete_then_release(client, CONFIG_MAPS, made, OURS)
     assert seen == [("DELETE", True, 422)]
     assert released is None
     assert client.verbs() == ["DELETE", "PATCH"]
@@ -323,7 +323,7 @@ async def test_delete_then_release_deletes_first_so_no_finalizer_can_slip_in_bet
 async def test_delete_then_release_leaves_the_object_to_other_finalizers(
         apiserver: Cluster, client: RawRequestClient) -> None:
     made = await create(apiserver, "cm", [OTHER, OURS])
-    left = await delete_then_release(client, CONFIGMAPS, made, OURS)
+    left = await delete_then_release(client, CONFIG_MAPS, made, OURS)
     assert finalizers_of(left) == [OTHER]
     now = await read(apiserver, "cm")
     assert now is not None and now["metadata"]["deletionTimestamp"]
@@ -335,7 +335,7 @@ async def test_delete_then_release_leaves_the_object_to_other_finalizers(
 async def test_delete_then_release_of_an_object_without_finalizers_deletes_it(
         apiserver: Cluster, client: RawRequestClient) -> None:
     made = await create(apiserver, "cm", [])
-    assert await delete_then_release(client, CONFIGMAPS, made, OURS) is None
+    assert await delete_then_release(client, CONFIG_MAPS, made, OURS) is None
     assert client.verbs() == ["DELETE"]
     assert await read(apiserver, "cm") is None
 
@@ -344,9 +344,9 @@ async def test_delete_then_release_never_deletes_a_new_object_that_took_the_name
         apiserver: Cluster, client: RawRequestClient) -> None:
     old = await create(apiserver, "cm", [])
     await start_deletion(apiserver, "cm")
-    assert await delete_then_release(client, CONFIGMAPS, old, OURS) is None
+    assert await delete_then_release(client, CONFIG_MAPS, old, OURS) is None
     await create(apiserver, "cm", [OURS])
-    assert await delete_then_release(client, CONFIGMAPS, old, OURS) is None
+    assert await delete_then_release(client, CONFIG_MAPS, old, OURS) is None
     assert client.calls == [("DELETE", 404), ("DELETE", 409), ("GET", 200)]
     now = await read(apiserver, "cm")
     assert now is not None and not now["metadata"].get("deletionTimestamp")
@@ -383,7 +383,7 @@ async def test_finalize_walks_the_object_through_its_lifecycle(
     async def reconcile() -> str | FinalizeAction:
         obj = await read(apiserver, "cm")
         assert obj is not None
-        return await finalize(client, CONFIGMAPS, obj, OURS,
+        return await finalize(client, CONFIG_MAPS, obj, OURS,
                               apply=runner.apply, cleanup=runner.cleanup)
 
     await create(apiserver, "cm", [])
@@ -411,7 +411,7 @@ async def test_finalize_leaves_an_object_deleted_without_its_finalizer_alone(
     await start_deletion(apiserver, "cm")
     obj = await read(apiserver, "cm")
     assert obj is not None
-    assert await finalize(client, CONFIGMAPS, obj, OURS, apply=runner.apply,
+    assert await finalize(client, CONFIG_MAPS, obj, OURS, apply=runner.apply,
                           cleanup=runner.cleanup) is FinalizeAction.NOT_OURS
     assert runner.applied == runner.cleaned == [] and client.calls == []
     assert finalizers_of(await read(apiserver, "cm")) == [OTHER]
@@ -432,7 +432,7 @@ async def test_finalize_keeps_the_finalizer_when_cleanup_raises(
         raise AssertionError("apply must not run on an object being deleted")
 
     with pytest.raises(RuntimeError, match="cloud API"):
-        await finalize(client, CONFIGMAPS, obj, OURS, apply=apply, cleanup=cleanup)
+        await finalize(client, CONFIG_MAPS, obj, OURS, apply=apply, cleanup=cleanup)
     assert client.calls == []
     assert finalizers_of(await read(apiserver, "cm")) == [OURS]
     await release_all(apiserver, "cm")
@@ -443,7 +443,7 @@ async def test_finalize_retries_a_conflict_on_a_fresh_read(
     runner = Runner()
     made = await create(apiserver, "cm", [])
     apiserver.faults.fail_next(1, status=409, verb="patch")
-    assert await finalize(client, CONFIGMAPS, made, OURS, apply=runner.apply,
+    assert await finalize(client, CONFIG_MAPS, made, OURS, apply=runner.apply,
                           cleanup=runner.cleanup) is FinalizeAction.FINALIZER_ADDED
     assert client.calls == [("PATCH", 409), ("GET", 200), ("PATCH", 200)]
 
@@ -452,7 +452,7 @@ async def test_finalize_retries_a_conflict_on_a_fresh_read(
     assert deleting is not None
     runner.done = True
     apiserver.faults.fail_next(1, status=409, verb="patch")
-    assert await finalize(client, CONFIGMAPS, deleting, OURS, apply=runner.apply,
+    assert await finalize(client, CONFIG_MAPS, deleting, OURS, apply=runner.apply,
                           cleanup=runner.cleanup) == "released"
     assert client.calls[3:] == [("PATCH", 409), ("GET", 200), ("PATCH", 200)]
     assert await read(apiserver, "cm") is None
@@ -463,7 +463,7 @@ async def test_conflicts_that_persist_are_raised_after_five_writes(
     made = await create(apiserver, "cm", [])
     apiserver.faults.fail_next(5, status=409, verb="patch")
     with pytest.raises(APIStatusError) as raised:
-        await add_finalizer(client, CONFIGMAPS, made, OURS)
+        await add_finalizer(client, CONFIG_MAPS, made, OURS)
     assert raised.value.status == 409
     assert client.verbs() == ["PATCH", "GET"] * 4 + ["PATCH"]
     assert finalizers_of(await read(apiserver, "cm")) == []

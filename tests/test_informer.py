@@ -22,15 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconcilekit import Client, EventHandler, ObjectKey, Resource, strip_managed_fields
+from reconcilekit import Client, EventHandler, ObjectKey, strip_managed_fields
+from reconcilekit.kinds import CONFIG_MAPS, SECRETS
 from reconcilekit.lowlevel import Backoff, Informer
 from reconcilekit.testing import APIServer, Cluster, FakeClock, TCPProxy, eventually
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SECRETS = Resource("", "v1", "Secret", "secrets")
-
-
-# What a real namespace holds from the start (kube-controller-manager writes it).
 SYSTEM_OBJECTS = frozenset({"kube-root-ca.crt"})
 
 
@@ -88,7 +84,7 @@ async def force_relist(apiserver: Cluster, client: Client, informer: Informer) -
     compaction, then a closed watch), so it must relist."""
     before = informer.statistics().relists
     apiserver.faults.pause_events()
-    await client.create(CONFIGMAPS, cm("trigger"), apiserver.namespace)
+    await client.create(CONFIG_MAPS, cm("trigger"), apiserver.namespace)
     apiserver.faults.compact()
     apiserver.faults.close_watches()
     await eventually(lambda: informer.statistics().relists == before + 1)
@@ -98,15 +94,15 @@ async def force_relist(apiserver: Cluster, client: Client, informer: Informer) -
 async def test_initial_list_then_watch_events_reach_store_and_handlers(
         apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("a", x="1"), ns)
+    await client.create(CONFIG_MAPS, cm("a", x="1"), ns)
     recorder = Recorder()
-    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns)
     informer.add_handler(recorder.handler())
     async with running(informer):
         assert names(informer) == ["a"]
-        await client.create(CONFIGMAPS, cm("b"), ns)
-        await client.patch(CONFIGMAPS, "a", {"data": {"x": "2"}}, ns)
-        await client.delete(CONFIGMAPS, "b", ns)
+        await client.create(CONFIG_MAPS, cm("b"), ns)
+        await client.patch(CONFIG_MAPS, "a", {"data": {"x": "2"}}, ns)
+        await client.delete(CONFIG_MAPS, "b", ns)
         await eventually(lambda: len(recorder.events) == 4)
     assert recorder.events == [("add", "a", {"x": "1"}), ("add", "b", None),
                                ("update", "a", ({"x": "1"}, {"x": "2"})), ("delete", "b", None)]
@@ -116,9 +112,9 @@ async def test_initial_list_then_watch_events_reach_store_and_handlers(
 
 async def test_default_transform_strips_managed_fields(apiserver: Cluster, client: Client
                                                        ) -> None:
-    made = await client.create(CONFIGMAPS, cm("a", x="1"), apiserver.namespace)
+    made = await client.create(CONFIG_MAPS, cm("a", x="1"), apiserver.namespace)
     assert "managedFields" in made["metadata"]  # (none for an object with no fields set)
-    async with running(Informer(client, CONFIGMAPS, namespace=apiserver.namespace)) as inf:
+    async with running(Informer(client, CONFIG_MAPS, namespace=apiserver.namespace)) as inf:
         stored = inf.store.get(ObjectKey(apiserver.namespace, "a"))
     assert stored is not None and "managedFields" not in stored["metadata"]
     assert strip_managed_fields({"metadata": {"managedFields": []}}) == {"metadata": {}}
@@ -128,17 +124,17 @@ async def test_relist_after_410_converges_and_tells_handlers_what_changed(
         apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
     for name in ("a", "b"):
-        await client.create(CONFIGMAPS, cm(name, v="1"), ns)
+        await client.create(CONFIG_MAPS, cm(name, v="1"), ns)
     recorder = Recorder()
-    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns)
     informer.add_handler(recorder.handler())
     async with running(informer):
         recorder.events.clear()
         faults = apiserver.faults
         faults.pause_events()  # the open watch sees none of what follows...
-        await client.delete(CONFIGMAPS, "a", ns)
-        await client.patch(CONFIGMAPS, "b", {"data": {"v": "2"}}, ns)
-        await client.create(CONFIGMAPS, cm("c"), ns)
+        await client.delete(CONFIG_MAPS, "a", ns)
+        await client.patch(CONFIG_MAPS, "b", {"data": {"v": "2"}}, ns)
+        await client.create(CONFIG_MAPS, cm("c"), ns)
         faults.compact()  # ...its history is gone...
         faults.close_watches()  # ...and the resume gets 410 Expired
         await eventually(lambda: informer.statistics().relists == 1)
@@ -154,13 +150,13 @@ async def test_relist_after_410_converges_and_tells_handlers_what_changed(
 async def test_dropped_events_are_healed_by_the_next_relist(apiserver: Cluster,
                                                             client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("a", v="1"), ns)
-    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    await client.create(CONFIG_MAPS, cm("a", v="1"), ns)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns)
     async with running(informer):
         apiserver.faults.drop_events("configmaps", 2)
-        await client.patch(CONFIGMAPS, "a", {"data": {"v": "lost"}}, ns)
-        await client.create(CONFIGMAPS, cm("ghost"), ns)
-        await client.create(CONFIGMAPS, cm("seen"), ns)
+        await client.patch(CONFIG_MAPS, "a", {"data": {"v": "lost"}}, ns)
+        await client.create(CONFIG_MAPS, cm("ghost"), ns)
+        await client.create(CONFIG_MAPS, cm("seen"), ns)
         await eventually(lambda: "seen" in names(informer))
         assert data_of(informer, ns, "a") == {"v": "1"}  # stale: the event never came
         assert "ghost" not in names(informer)
@@ -172,17 +168,17 @@ async def test_dropped_events_are_healed_by_the_next_relist(apiserver: Cluster,
 async def test_a_clean_watch_close_resumes_without_relisting(apiserver: Cluster,
                                                              client: Client) -> None:
     ns = apiserver.namespace
-    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns)
     async with running(informer):
         apiserver.faults.close_watches()
-        await client.create(CONFIGMAPS, cm("after"), ns)
+        await client.create(CONFIG_MAPS, cm("after"), ns)
         await eventually(lambda: names(informer) == ["after"])
     assert informer.statistics().lists == 1
 
 
 async def test_bookmarks_advance_the_resume_point(apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
-    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns)
     async with running(informer):
         await eventually(lambda: informer.statistics().watching)
         secret = await client.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
@@ -196,16 +192,16 @@ async def test_bookmarks_advance_the_resume_point(apiserver: Cluster, client: Cl
 async def test_label_filtered_informer_follows_objects_in_and_out(
         apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("a", {"app": "x"}), ns)
-    await client.create(CONFIGMAPS, cm("b", {"app": "y"}), ns)
+    await client.create(CONFIG_MAPS, cm("a", {"app": "x"}), ns)
+    await client.create(CONFIG_MAPS, cm("b", {"app": "y"}), ns)
     recorder = Recorder()
-    informer = Informer(client, CONFIGMAPS, namespace=ns, label_selector="app=x")
+    informer = Informer(client, CONFIG_MAPS, namespace=ns, label_selector="app=x")
     informer.add_handler(recorder.handler())
     async with running(informer):
         assert names(informer) == ["a"]
-        await client.patch(CONFIGMAPS, "b", {"metadata": {"labels": {"app": "x"}}}, ns)
+        await client.patch(CONFIG_MAPS, "b", {"metadata": {"labels": {"app": "x"}}}, ns)
         await eventually(lambda: names(informer) == ["a", "b"])
-        await client.patch(CONFIGMAPS, "a", {"metadata": {"labels": {"app": "y"}}}, ns)
+        await client.patch(CONFIG_MAPS, "a", {"metadata": {"labels": {"app": "y"}}}, ns)
         await eventually(lambda: names(informer) == ["b"])
     assert ("delete", "a", None) in recorder.events
 
@@ -235,11 +231,11 @@ async def test_a_black_holed_watch_connection_is_found_within_the_bound(
         configuration = copy.copy(apiserver.configuration)
         configuration.host = proxy.url
         async with Client(configuration) as via_proxy:
-            informer = Informer(via_proxy, CONFIGMAPS, namespace=ns, clock=clock)
+            informer = Informer(via_proxy, CONFIG_MAPS, namespace=ns, clock=clock)
             async with running(informer):
                 await eventually(lambda: informer.statistics().watching)
                 proxy.stall()
-                await client.create(CONFIGMAPS, cm("late"), ns)
+                await client.create(CONFIG_MAPS, cm("late"), ns)
                 clock.advance(59)
                 await anyio.sleep(0.2)  # a chance to (wrongly) act before the bound
                 assert informer.statistics().dead_watches == 0
@@ -262,10 +258,10 @@ async def test_a_metadata_informer_gets_metadata_from_the_server(
     the server sent PartialObjectMetadata on the list and on the watch. Stored objects are
     named as the resource they describe, as controller-runtime names them."""
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("listed", {"app": "x"}, big="x" * 1000), ns)
-    informer = Informer(client, CONFIGMAPS, namespace=ns, transform=None, metadata_only=True)
+    await client.create(CONFIG_MAPS, cm("listed", {"app": "x"}, big="x" * 1000), ns)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns, transform=None, metadata_only=True)
     async with running(informer):
-        await client.create(CONFIGMAPS, cm("watched", big="y" * 1000), ns)
+        await client.create(CONFIG_MAPS, cm("watched", big="y" * 1000), ns)
         await eventually(lambda: names(informer) == ["listed", "watched"])
     for obj in informer.store.list():
         assert set(obj) == {"apiVersion", "kind", "metadata"}, obj
@@ -278,7 +274,7 @@ async def test_list_failures_back_off_on_the_clock_and_recover(apiserver: Cluste
                                                                client: Client) -> None:
     clock = FakeClock()  # (403: the client does not retry it; the watcher backs off)
     apiserver.faults.fail_next(2, status=403, verb="list", resource="configmaps")
-    informer = Informer(client, CONFIGMAPS, namespace=apiserver.namespace, clock=clock)
+    informer = Informer(client, CONFIG_MAPS, namespace=apiserver.namespace, clock=clock)
     async with anyio.create_task_group() as tg:
         tg.start_soon(informer.run)
         for _ in range(2):
@@ -298,11 +294,11 @@ async def test_a_handler_that_raises_does_not_stop_the_informer(
         raise RuntimeError("handler bug")
 
     recorder = Recorder()
-    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns)
     informer.add_handler(EventHandler(on_add=broken))
     informer.add_handler(recorder.handler())
     async with running(informer):
-        await client.create(CONFIGMAPS, cm("a"), ns)
+        await client.create(CONFIG_MAPS, cm("a"), ns)
         await eventually(lambda: recorder.events == [("add", "a", None)])
     assert "handler bug" in caplog.text
 
@@ -313,11 +309,11 @@ async def test_handlers_get_copies_they_may_mutate(apiserver: Cluster, client: C
     def vandal(obj: dict[str, Any]) -> None:
         obj["data"] = {"vandalised": "yes"}
 
-    informer = Informer(client, CONFIGMAPS, namespace=ns)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns)
     informer.add_handler(EventHandler(on_add=vandal))
     informer.add_handler(EventHandler(on_add=vandal))
     async with running(informer):
-        await client.create(CONFIGMAPS, cm("a", v="1"), ns)
+        await client.create(CONFIG_MAPS, cm("a", v="1"), ns)
         await eventually(lambda: "a" in names(informer))
         assert data_of(informer, ns, "a") == {"v": "1"}
 
@@ -338,7 +334,7 @@ def test_index_stays_consistent_under_random_writes(ops: list[tuple[str, str, st
 
     async def scenario() -> None:
         async with APIServer() as server, Client(server.configuration()) as client:
-            informer = Informer(client, CONFIGMAPS, namespace="default")
+            informer = Informer(client, CONFIG_MAPS, namespace="default")
             informer.add_index("team", team)
             async with running(informer):
                 last = "0"
@@ -346,19 +342,19 @@ def test_index_stays_consistent_under_random_writes(ops: list[tuple[str, str, st
                     labels = {"team": colour} if colour else {}
                     try:
                         if op == "create":
-                            got = await client.create(CONFIGMAPS, cm(name, labels), "default")
+                            got = await client.create(CONFIG_MAPS, cm(name, labels), "default")
                         elif op == "relabel":
-                            got = await client.patch(CONFIGMAPS, name, {
+                            got = await client.patch(CONFIG_MAPS, name, {
                                 "metadata": {"labels": {"team": colour or None}}}, "default")
                         else:
-                            got = await client.delete(CONFIGMAPS, name, "default")
+                            got = await client.delete(CONFIG_MAPS, name, "default")
                     except Exception as err:  # AlreadyExists / NotFound are part of the game
                         assert getattr(err, "status", None) in (404, 409)
                         continue
                     last = got.get("metadata", {}).get("resourceVersion") or str(server.storage.rv)
                 await eventually(lambda: int(informer.watcher.statistics().resource_version
                                              or 0) >= int(last))
-                truth = [o for o in (await client.list(CONFIGMAPS, "default"))["items"]
+                truth = [o for o in (await client.list(CONFIG_MAPS, "default"))["items"]
                          if o["metadata"]["name"] not in SYSTEM_OBJECTS]
                 assert sorted(o["metadata"]["name"] for o in truth) == names(informer)
                 informer.store._check_invariants()
@@ -373,10 +369,10 @@ def test_index_stays_consistent_under_random_writes(ops: list[tuple[str, str, st
 async def test_periodic_resync_replays_every_object_to_handlers(apiserver: Cluster,
                                                                 client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("a", v="1"), ns)
+    await client.create(CONFIG_MAPS, cm("a", v="1"), ns)
     clock = FakeClock()
     recorder = Recorder()
-    informer = Informer(client, CONFIGMAPS, namespace=ns, clock=clock, resync_period=600)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns, clock=clock, resync_period=600)
     informer.add_handler(recorder.handler())
     async with running(informer):
         await eventually(lambda: 600.0 in clock.deadlines())
@@ -400,16 +396,16 @@ def test_backoff_doubles_to_its_cap_and_resets_after_a_quiet_period() -> None:
 async def test_relist_period_repairs_an_event_lost_on_a_healthy_watch(
         apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("a", v="1"), ns)
+    await client.create(CONFIG_MAPS, cm("a", v="1"), ns)
     clock = FakeClock()
-    informer = Informer(client, CONFIGMAPS, namespace=ns, clock=clock, relist_period=600,
+    informer = Informer(client, CONFIG_MAPS, namespace=ns, clock=clock, relist_period=600,
                         liveness_timeout=10_000)
     async with running(informer):
         # A watch counts when it is asked for, before the server holds it: each step waits
         # until the server has the watch it acts on (closing none would wait forever).
         await eventually(lambda: informer.statistics().watching)
         apiserver.faults.drop_events("configmaps", 1)
-        await client.patch(CONFIGMAPS, "a", {"data": {"v": "lost"}}, ns)
+        await client.patch(CONFIG_MAPS, "a", {"data": {"v": "lost"}}, ns)
         # a clean end: resumes, no 410, nothing repaired
         await eventually(lambda: apiserver.faults.close_watches() == 1)
         await eventually(lambda: informer.watcher.statistics().watches == 2

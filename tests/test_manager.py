@@ -32,11 +32,9 @@ from reconcilekit import (
     Result,
     Sharding,
 )
+from reconcilekit.kinds import CONFIG_MAPS, LEASES, SECRETS
 from reconcilekit.testing import Cluster, FakeClock, eventually
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SECRETS = Resource("", "v1", "Secret", "secrets")
-LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
 HERE = Path(__file__).resolve().parent
 
 
@@ -49,7 +47,7 @@ class ConfigMapToSecret(Reconciler):
 
     async def reconcile(self, request: Request) -> Result:
         try:
-            cm = await self.cache.get(CONFIGMAPS, request.name, request.namespace)
+            cm = await self.cache.get(CONFIG_MAPS, request.name, request.namespace)
         except NotFound:
             return Result.done()  # the Secret goes with it (owner reference)
         data = {k: base64.b64encode(v.encode()).decode()
@@ -79,7 +77,7 @@ async def test_a_users_controller_runs_end_to_end_with_metrics(
     ns = apiserver.namespace
     caplog.set_level(logging.INFO, logger="reconcilekit")
     manager = Manager(client, namespace=ns, http_addr="127.0.0.1:0")
-    manager.controller().for_(CONFIGMAPS).owns(SECRETS).with_options(
+    manager.controller().for_(CONFIG_MAPS).owns(SECRETS).with_options(
         max_concurrent_reconciles=2).complete(ConfigMapToSecret(client, manager.cache))
 
     async def secret_data(name: str) -> dict[str, str] | None:
@@ -91,9 +89,9 @@ async def test_a_users_controller_runs_end_to_end_with_metrics(
 
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
-        await client.create(CONFIGMAPS, cm("settings", color="blue"), ns)
+        await client.create(CONFIG_MAPS, cm("settings", color="blue"), ns)
         await eventually(lambda: _equals(secret_data("settings"), {"color": "blue"}))
-        await client.patch(CONFIGMAPS, "settings", {"data": {"color": "red"}}, ns)
+        await client.patch(CONFIG_MAPS, "settings", {"data": {"color": "red"}}, ns)
         await eventually(lambda: _equals(secret_data("settings"), {"color": "red"}))
         await client.delete(SECRETS, "settings", ns)  # owns(): the owner is reconciled
         await eventually(lambda: _equals(secret_data("settings"), {"color": "red"}))
@@ -194,7 +192,7 @@ async def test_only_the_leader_reconciles_and_a_standby_takes_over(apiserver: Cl
     def make(who: str) -> Manager:
         manager = Manager(client, namespace=ns, http_addr=None, clock=clock,
                           coordination=LeaderElection(name="demo-lock"), identity=who)
-        manager.controller().for_(CONFIGMAPS).complete(Tracking(who))
+        manager.controller().for_(CONFIG_MAPS).complete(Tracking(who))
         return manager
 
     first, second = make("a"), make("b")
@@ -202,7 +200,7 @@ async def test_only_the_leader_reconciles_and_a_standby_takes_over(apiserver: Cl
         tg.start_soon(first.run)
         await eventually(lambda: first.elector is not None and first.elector.is_leader)
         tg.start_soon(second.run)
-        await client.create(CONFIGMAPS, cm("one"), ns)
+        await client.create(CONFIG_MAPS, cm("one"), ns)
         await eventually(lambda: "one" in seen["a"])
         clock.advance(2)  # a few retry periods: the standby keeps trying
         await anyio.sleep(0.05)
@@ -214,7 +212,7 @@ async def test_only_the_leader_reconciles_and_a_standby_takes_over(apiserver: Cl
                 clock.advance(2.5)
                 await clock.until_parked(client)
         await eventually(lambda: second.elector is not None and second.elector.is_leader)
-        await client.create(CONFIGMAPS, cm("two"), ns)
+        await client.create(CONFIG_MAPS, cm("two"), ns)
         await eventually(lambda: "two" in seen["b"])
         second.stop()
     assert "two" not in seen["a"]
@@ -229,7 +227,7 @@ async def test_sigterm_finishes_in_flight_work_and_exits_zero(apiserver: Cluster
         assert apiserver.kubeconfig_path is not None
         kubeconfig = apiserver.kubeconfig_path
     ns = apiserver.namespace
-    await client.create(CONFIGMAPS, cm("slow"), ns)
+    await client.create(CONFIG_MAPS, cm("slow"), ns)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, str(HERE / "sigterm_app.py"), str(kubeconfig), ns,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -248,7 +246,7 @@ async def test_sigterm_finishes_in_flight_work_and_exits_zero(apiserver: Cluster
         if apiserver.server is not None:  # ours to remove (not a real backend's own)
             kubeconfig.unlink(missing_ok=True)
     assert code == 0, output
-    done = await client.get(CONFIGMAPS, "slow", ns)
+    done = await client.get(CONFIG_MAPS, "slow", ns)
     assert done["metadata"].get("annotations", {}).get("finished") == "yes", output
 
 
@@ -263,7 +261,7 @@ async def test_a_lost_lease_stops_reconciling_and_fails_the_run(apiserver: Clust
 
     manager = Manager(client, namespace=ns, http_addr=None, clock=clock,
                       coordination=LeaderElection(name="lost-lock"), identity="me")
-    manager.controller().for_(CONFIGMAPS).complete(Noop())
+    manager.controller().for_(CONFIG_MAPS).complete(Noop())
     outcome: list[BaseException] = []
 
     async def run() -> None:
@@ -298,7 +296,7 @@ async def test_readyz_reports_a_failing_watch_and_expectation_timeouts_are_count
         async def reconcile(self, request: Request) -> Result:
             return Result.done()
 
-    manager.controller().for_(CONFIGMAPS).complete(Noop())
+    manager.controller().for_(CONFIG_MAPS).complete(Noop())
     expectations = manager.expectations("configmap", timeout=60)
     expectations.expect_creations(Request(ns, "x"), 1)
     async with anyio.create_task_group() as tg:
@@ -348,7 +346,7 @@ async def started(apiserver: Cluster, client: Client) -> AsyncIterator[Manager]:
     """A user's fixture: pytest-asyncio runs its set-up and teardown in different tasks,
     where a task group entered in one and left in the other would fail."""
     manager = Manager(client, namespace=apiserver.namespace, http_addr=None)
-    manager.controller().for_(CONFIGMAPS).owns(SECRETS).complete(
+    manager.controller().for_(CONFIG_MAPS).owns(SECRETS).complete(
         ConfigMapToSecret(client, manager.cache))
     async with manager:
         yield manager
@@ -358,7 +356,7 @@ async def test_a_manager_started_in_a_fixture_runs_and_stops_cleanly(
         started: Manager, apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
     assert started.ready() == (True, "ok")  # start() returned once the controllers ran
-    await client.create(CONFIGMAPS, cm("in-fixture", color="green"), ns)
+    await client.create(CONFIG_MAPS, cm("in-fixture", color="green"), ns)
 
     async def copied() -> bool:
         try:

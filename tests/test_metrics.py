@@ -10,7 +10,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconcilekit import Cache, Client, Resource
+from reconcilekit import Cache, Client
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.metrics import (
     InformerStatistics,
     PrometheusCacheMetrics,
@@ -18,8 +19,6 @@ from reconcilekit.metrics import (
     PrometheusReconcileMetrics,
 )
 from reconcilekit.testing import Cluster
-
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 
 RECONCILE_TIME_BUCKETS = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
@@ -284,9 +283,9 @@ async def client(apiserver: Cluster) -> AsyncIterator[Client]:
 async def test_cache_collector_reports_a_running_cache(apiserver: Cluster,
                                                         client: Client) -> None:
     for i in range(3):
-        await client.create(CONFIGMAPS, {"metadata": {"name": f"cm{i}"}}, apiserver.namespace)
+        await client.create(CONFIG_MAPS, {"metadata": {"name": f"cm{i}"}}, apiserver.namespace)
     cache = Cache(client, namespace=apiserver.namespace)
-    cache.informer_for(CONFIGMAPS)
+    cache.informer_for(CONFIG_MAPS)
     registry = CollectorRegistry()
     PrometheusCacheMetrics(registry, cache.statistics)
     assert value(registry, "reconcilekit_cache_synced", resource="configmaps/v1") == 0
@@ -294,7 +293,7 @@ async def test_cache_collector_reports_a_running_cache(apiserver: Cluster,
         await tg.start(cache.run)
         await cache.wait_for_sync(10)
         assert value(registry, "reconcilekit_cache_synced", resource="configmaps/v1") == 1
-        listed = await client.list(CONFIGMAPS, apiserver.namespace)  # (+ kube-root-ca.crt)
+        listed = await client.list(CONFIG_MAPS, apiserver.namespace)  # (+ kube-root-ca.crt)
         assert value(registry, "reconcilekit_cache_objects",
                      resource="configmaps/v1") == len(listed["items"]) >= 3
         assert value(registry, "reconcilekit_cache_relists_total",
@@ -308,10 +307,10 @@ async def test_manager_counts_its_clients_requests_by_code(apiserver: Cluster) -
     async with Client(apiserver.configuration) as client:
         manager = Manager(client)
         ns = apiserver.namespace
-        await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+        await client.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                          "metadata": {"name": "m"}}, ns)
         with pytest.raises(Exception, match="already exists"):
-            await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+            await client.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                              "metadata": {"name": "m"}}, ns)
         registry = manager.registry
         host = apiserver.configuration.host.split("://", 1)[1]

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from reconcilekit import Client, NotFound, Resource
+from reconcilekit import Client, NotFound
+from reconcilekit.kinds import CONFIG_MAPS, SECRETS
 from reconcilekit.ownership import (
     AlreadyOwnedError,
     controller_reference,
@@ -17,9 +18,6 @@ from reconcilekit.ownership import (
     set_owner_reference,
 )
 from reconcilekit.testing import Cluster, eventually
-
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SECRETS = Resource("", "v1", "Secret", "secrets")
 
 
 def owner(name: str, ns: str | None = "ns", kind: str = "CNPool",
@@ -84,14 +82,14 @@ async def test_the_garbage_collector_follows_the_reference(apiserver: Cluster,
     """kube-controller-manager (in-process: the server's collector) deletes the dependent
     once its controller owner is deleted."""
     ns = apiserver.namespace
-    cm = await client.create(CONFIGMAPS, {"metadata": {"name": "owner"}}, ns)
+    cm = await client.create(CONFIG_MAPS, {"metadata": {"name": "owner"}}, ns)
     secret: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret",
                               "metadata": {"name": "dependent", "namespace": ns}}
     set_controller_reference(cm, copy.deepcopy(secret))  # leaves the owner alone
     set_controller_reference(cm, secret)
     made = await client.create(SECRETS, secret, ns)
     assert controller_reference(made) == secret["metadata"]["ownerReferences"][0]
-    await client.delete(CONFIGMAPS, "owner", ns)
+    await client.delete(CONFIG_MAPS, "owner", ns)
 
     async def gone() -> bool:
         try:

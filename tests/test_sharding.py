@@ -16,12 +16,10 @@ import pytest
 from prometheus_client import generate_latest
 from test_shard_ring import run_until
 
-from reconcilekit import Client, Manager, Reconciler, Request, Resource, Result, Sharding
+from reconcilekit import Client, Manager, Reconciler, Request, Result, Sharding
+from reconcilekit.kinds import CONFIG_MAPS, NAMESPACES
 from reconcilekit.sharding import fnv1a64, shard_of
 from reconcilekit.testing import Cluster, FakeClock, eventually
-
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 
 
 class Ledger:
@@ -88,7 +86,7 @@ def cached_only_own_shards(managers: dict[str, Manager], wanted: set[Request]) -
     held: dict[str, set[Request]] = {}
     for who, manager in managers.items():
         assert manager.ring is not None
-        store = manager.cache.informer_for(CONFIGMAPS).store
+        store = manager.cache.informer_for(CONFIG_MAPS).store
         held[who] = {Request(k.namespace, k.name) for k in store}
         assert all(manager.ring.owns(fnv1a64(k.namespace)) for k in store), who
     cached = [r for keys in held.values() for r in keys if r in wanted]
@@ -104,11 +102,11 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
     for who in ("a", "b", "c"):
         manager = Manager(client, http_addr=None, clock=clock, identity=who,
                           coordination=sharding, default_namespaces=namespaces)
-        manager.controller().for_(CONFIGMAPS).complete(Recording(who, ledger))
+        manager.controller().for_(CONFIG_MAPS).complete(Recording(who, ledger))
         managers[who] = manager
     wanted = {Request(ns, "settings") for ns in namespaces}
     for ns in namespaces:
-        await client.create(CONFIGMAPS, cm("settings"), ns)
+        await client.create(CONFIG_MAPS, cm("settings"), ns)
     async with anyio.create_task_group() as tg:
         for manager in managers.values():
             tg.start_soon(manager.run)
@@ -127,7 +125,7 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
         assert {w for runs in ledger.by.values() for w in runs} == {"a", "b", "c"}
         cached_only_own_shards(managers, wanted)
         for manager in managers.values():  # asked of the server; only v1.36 honours it
-            watchers = manager.cache.informer_for(CONFIGMAPS).watchers
+            watchers = manager.cache.informer_for(CONFIG_MAPS).watchers
             assert {w.server_sharded for w in watchers} == {apiserver.in_process}
 
         gone = managers.pop("c")
@@ -139,7 +137,7 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
         await run_until(clock, client, settled)
         ledger.by.clear()
         for ns in orphaned:  # changes in c's former namespaces reach a or b
-            await client.patch(CONFIGMAPS, "settings", {"data": {"v": "2"}}, ns)
+            await client.patch(CONFIG_MAPS, "settings", {"data": {"v": "2"}}, ns)
         await clock.until_parked(client)
         await eventually(lambda: {Request(ns, "settings") for ns in orphaned}
                          <= ledger.by.keys())
@@ -154,7 +152,7 @@ async def test_replicas_split_the_namespaces_and_take_over_from_one_that_stops(
                           len(manager.ring.held))
             assert "reconcilekit_shard_ring_rebalances_total" in exposed
             assert "reconcilekit_shard_objects{" in exposed
-        assert not gone.cache.informer_for(CONFIGMAPS).store  # it let go of everything
+        assert not gone.cache.informer_for(CONFIG_MAPS).store  # it let go of everything
         for manager in managers.values():
             manager.stop()
         await run_until(clock, client, lambda: True)

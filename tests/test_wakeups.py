@@ -16,10 +16,9 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from reconcilekit import Client, EventRecorder, Resource
+from reconcilekit import Client, EventRecorder
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.testing import Cluster, FakeClock, eventually
-
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 
 
 async def _start_then_cancel_one(tg: anyio.abc.TaskGroup, wait: Any, done: list[int]) -> None:
@@ -44,7 +43,7 @@ async def _start_then_cancel_one(tg: anyio.abc.TaskGroup, wait: Any, done: list[
 async def test_event_flush_reaches_a_waiter_when_another_is_cancelled(
         apiserver: Cluster, client: Client) -> None:
     recorder = EventRecorder(client, component="wakeups", clock=FakeClock())
-    configmap = await client.create(CONFIGMAPS, {"metadata": {"name": "flushed"}},
+    configmap = await client.create(CONFIG_MAPS, {"metadata": {"name": "flushed"}},
                                     apiserver.namespace)
     recorder.event(configmap, "Normal", "Seen", "one event to write")
     done: list[int] = []

@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from reconcilekit import Client, Forbidden, Manager, NotFound, Resource
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.testing import Cluster, HTTPResult
 from reconcilekit.webhook import (
     MUTATING_CONFIGURATIONS,
@@ -26,7 +27,6 @@ from reconcilekit.webhook import (
     WebhookSetupError,
 )
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 GROUP = "webhooks.reconcilekit.dev"
 GADGETS_V1 = Resource(GROUP, "v1", "Gadget", "gadgets")
 GADGETS_V2 = Resource(GROUP, "v2", "Gadget", "gadgets")
@@ -76,7 +76,7 @@ async def test_a_validating_webhook_refuses_at_admission_with_its_message(
     server = webhook_server(apiserver)
     seen: list[AdmissionRequest] = []
 
-    @server.validator(CONFIGMAPS, name="validate.configmaps.reconcilekit.dev",
+    @server.validator(CONFIG_MAPS, name="validate.configmaps.reconcilekit.dev",
                       namespace_selector=in_namespace(ns))
     async def validate(request: AdmissionRequest) -> Verdict:
         seen.append(request)
@@ -92,23 +92,23 @@ async def test_a_validating_webhook_refuses_at_admission_with_its_message(
         stored = await client.get(VALIDATING_CONFIGURATIONS, server.name)
         assert stored["webhooks"][0]["clientConfig"]["url"] == (
             f"{server.base_url}/validate--v1-configmap".replace("--", "-core-"))
-        await reviewed(apiserver, CONFIGMAPS.path(ns), configmap("paint", color="green"),
+        await reviewed(apiserver, CONFIG_MAPS.path(ns), configmap("paint", color="green"),
                        lambda got: got.status == 403)
         seen.clear()  # the dry runs that waited for the configuration to apply
         with pytest.raises(Forbidden) as refused:
-            await client.create(CONFIGMAPS, configmap("paint", color="green"), ns)
+            await client.create(CONFIG_MAPS, configmap("paint", color="green"), ns)
         assert str(refused.value).endswith(
             'admission webhook "validate.configmaps.reconcilekit.dev" denied the request: '
             "data.color: 'green' is not red or blue")
         created = await apiserver.request(
-            "POST", CONFIGMAPS.path(ns), json=configmap("paint", color="red"))
+            "POST", CONFIG_MAPS.path(ns), json=configmap("paint", color="red"))
         assert created.status == 201
         assert created.headers.get("Warning") == '299 - "colors are checked"'
-        await client.patch(CONFIGMAPS, "paint", {"data": {"color": "blue"}}, ns)
+        await client.patch(CONFIG_MAPS, "paint", {"data": {"color": "blue"}}, ns)
         with pytest.raises(Forbidden):
-            await client.patch(CONFIGMAPS, "paint", {"data": {"color": "pink"}}, ns)
+            await client.patch(CONFIG_MAPS, "paint", {"data": {"color": "pink"}}, ns)
         # a dry run is sent too (sideEffects None), and marked as one
-        dry = await apiserver.request("POST", CONFIGMAPS.path(ns) + "?dryRun=All",
+        dry = await apiserver.request("POST", CONFIG_MAPS.path(ns) + "?dryRun=All",
                                       json=configmap("dry", color="grey"))
         assert dry.status == 403
     with pytest.raises(NotFound):
@@ -136,7 +136,7 @@ async def test_a_defaulting_webhook_changes_the_object_before_it_is_stored(
     ns = apiserver.namespace
     server = webhook_server(apiserver)
 
-    @server.defaulter(CONFIGMAPS, name="default.configmaps.reconcilekit.dev",
+    @server.defaulter(CONFIG_MAPS, name="default.configmaps.reconcilekit.dev",
                       namespace_selector=in_namespace(ns), operations=("CREATE",))
     async def default(request: AdmissionRequest) -> dict[str, Any] | None:
         obj = request.object
@@ -147,10 +147,10 @@ async def test_a_defaulting_webhook_changes_the_object_before_it_is_stored(
 
     async with Manager(client, namespace=ns, http_addr=None, webhook_server=server):
         assert (await client.get(MUTATING_CONFIGURATIONS, server.name))["webhooks"]
-        await reviewed(apiserver, CONFIGMAPS.path(ns), configmap("probe"),
+        await reviewed(apiserver, CONFIG_MAPS.path(ns), configmap("probe"),
                        lambda got: "painted" in (got.body["metadata"].get("labels") or {}))
-        created = await client.create(CONFIGMAPS, configmap("plain"), ns)
-        kept = await client.create(CONFIGMAPS, configmap("blue", color="blue"), ns)
+        created = await client.create(CONFIG_MAPS, configmap("plain"), ns)
+        kept = await client.create(CONFIG_MAPS, configmap("blue", color="blue"), ns)
     assert created["data"] == {"color": "red"}
     assert created["metadata"]["labels"] == {"painted": "true"}
     assert kept["data"] == {"color": "blue"}
@@ -163,17 +163,17 @@ async def test_a_failing_handler_refuses_with_a_message_not_a_server_error(
     ns = apiserver.namespace
     server = webhook_server(apiserver)
 
-    @server.validator(CONFIGMAPS, name="broken.configmaps.reconcilekit.dev",
+    @server.validator(CONFIG_MAPS, name="broken.configmaps.reconcilekit.dev",
                       namespace_selector=in_namespace(ns))
     async def validate(request: AdmissionRequest) -> Verdict:
         return request.object["data"]["missing"]  # type: ignore[index,no-any-return]
 
     caplog.set_level(logging.INFO, "reconcilekit")
     async with Manager(client, namespace=ns, http_addr=None, webhook_server=server):
-        await reviewed(apiserver, CONFIGMAPS.path(ns), configmap("x", a="b"),
+        await reviewed(apiserver, CONFIG_MAPS.path(ns), configmap("x", a="b"),
                        lambda got: got.status >= 400)
         with pytest.raises(Exception) as failed:
-            await client.create(CONFIGMAPS, configmap("x", a="b"), ns)
+            await client.create(CONFIG_MAPS, configmap("x", a="b"), ns)
     assert "webhook broken.configmaps.reconcilekit.dev failed: KeyError: 'missing'" in str(
         failed.value)
     levels = [r.levelname for r in caplog.records if r.levelno >= logging.WARNING]

@@ -5,9 +5,7 @@ controller, :class:`CopyToSecret`; ``python -m examples.configmap_to_secret``
 runs it against a kubeconfig or in a Pod until SIGTERM.
 """
 
-from .operator import CONFIGMAPS as CONFIGMAPS
-from .operator import SECRETS as SECRETS
 from .operator import CopyToSecret as CopyToSecret
 from .operator import build as build
 
-__all__ = ["CONFIGMAPS", "SECRETS", "CopyToSecret", "build"]
+__all__ = ["CopyToSecret", "build"]

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import base64
 
-from reconcilekit import Cache, Client, Manager, NotFound, Reconciler, Request, Resource, Result
+from reconcilekit import Cache, Client, Manager, NotFound, Reconciler, Request, Result
+from reconcilekit.kinds import CONFIG_MAPS, SECRETS
 from reconcilekit.ownership import set_controller_reference
-
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SECRETS = Resource("", "v1", "Secret", "secrets")
 
 
 class CopyToSecret(Reconciler):
@@ -24,7 +22,7 @@ class CopyToSecret(Reconciler):
 
     async def reconcile(self, request: Request) -> Result:
         try:
-            cm = await self.cache.get(CONFIGMAPS, request.name, request.namespace)
+            cm = await self.cache.get(CONFIG_MAPS, request.name, request.namespace)
         except NotFound:
             return Result.done()  # the Secret is garbage-collected with its owner
         data = {k: base64.b64encode(v.encode()).decode()
@@ -32,10 +30,10 @@ class CopyToSecret(Reconciler):
         try:
             secret = await self.cache.get(SECRETS, request.name, request.namespace)
         except NotFound:
-            secret = {"apiVersion": "v1", "kind": "Secret", "data": data,
-                      "metadata": {"name": request.name, "namespace": request.namespace}}
-            set_controller_reference(cm, secret)  # it goes when its ConfigMap goes
-            await self.client.create(SECRETS, secret, request.namespace)
+            new = {"apiVersion": "v1", "kind": "Secret", "data": data,
+                   "metadata": {"name": request.name, "namespace": request.namespace}}
+            set_controller_reference(cm, new)  # it goes when its ConfigMap goes
+            await self.client.create(SECRETS, new, request.namespace)
             return Result.done()
         if secret.get("data") != data:
             secret["data"] = data  # cached objects are copies: changing them is safe
@@ -50,7 +48,7 @@ def build(client: Client, *, namespace: str | None = None,
     manager = Manager(client, name="copy-operator", namespace=namespace,
                       http_addr=http_addr)
     (manager.controller()
-        .for_(CONFIGMAPS)  # reconcile each ConfigMap...
+        .for_(CONFIG_MAPS)  # reconcile each ConfigMap...
         .owns(SECRETS)     # ...and its owner when one of its Secrets changes
         .complete(CopyToSecret(client, manager.cache)))
     return manager

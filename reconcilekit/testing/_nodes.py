@@ -36,18 +36,20 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from reconcilekit.kinds import PODS
+
 from .._client import Client
 from .._clock import Clock, SystemClock
 from .._errors import APIConnectionError, APIError, Conflict, NotFound, describe_error
 from .._informer import EventHandler, Informer
-from .._objects import ObjectKey, Resource
+from .._objects import ObjectKey
 from .._workqueue import QueueShutDown, WorkQueue
 
 __all__ = ["NodeSimulator"]
 
 logger = logging.getLogger("reconcilekit.testing.nodes")
 
-PODS = Resource("", "v1", "Pod", "pods")
+
 Obj = dict[str, Any]
 
 

@@ -44,7 +44,8 @@ import pytest
 from examples.cnclaim.demo.scenario import POD_TEMPLATE
 from examples.cnclaim.operator import LEASE_NAME, install_crds
 from examples.cnclaim.resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS, PODS
-from reconcilekit import Client, NotFound, Resource
+from reconcilekit import Client, NotFound
+from reconcilekit.kinds import NAMESPACES
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import ControlPlane, NodeSimulator
 from reconcilekit.testing._control_plane import assets_from_env
@@ -54,7 +55,7 @@ from cnclaim_processes import Referee, Replicas, lease_holder, until_converged
 ASSETS = assets_from_env()
 LONG = os.environ.get("RECONCILEKIT_CHAOS_LONG") == "1"
 ROUNDS = 4 if LONG else 1
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
+
 NS, POOL, SET = "chaos", "chaos", "storm"
 POOL_SIZE = 12
 REQUEST_TIMEOUT = 10  # kube-apiserver's --request-timeout here; etcd is paused for longer

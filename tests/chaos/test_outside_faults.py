@@ -46,8 +46,8 @@ from examples.cnclaim.resources import (
     name_of,
     spec_of,
 )
-from reconcilekit import AlreadyExists, Client, Resource
-from reconcilekit.kinds import LEASES
+from reconcilekit import AlreadyExists, Client
+from reconcilekit.kinds import LEASES, NAMESPACES
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import AuditEvent, AuditLog, ControlPlane, NodeSimulator, TCPProxy
 from reconcilekit.testing._control_plane import assets_from_env
@@ -61,7 +61,7 @@ LEASE, RENEW, RETRY = 6.0, 4.0, 1.0
 # expiry that late; the rest of the margin is a loaded machine starting a process.
 TAKEOVER_MARGIN = 2.2 * RETRY + 10.0
 CONVERGE_WITHIN = 90.0
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
+
 POOL, SET = "pool", "set"
 
 pytestmark = [

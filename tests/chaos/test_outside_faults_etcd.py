@@ -25,7 +25,8 @@ from typing import Any
 import anyio
 import pytest
 
-from reconcilekit import AlreadyExists, APIConnectionError, APIError, Client, NotFound, Resource
+from reconcilekit import AlreadyExists, APIConnectionError, APIError, Client, NotFound
+from reconcilekit.kinds import CONFIG_MAPS, NAMESPACES, SECRETS
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import ControlPlane, eventually
 from reconcilekit.testing._control_plane import assets_from_env
@@ -38,9 +39,7 @@ pytestmark = [
     pytest.mark.timeout(150),
 ]
 
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SECRETS = Resource("", "v1", "Secret", "secrets")
+
 NS = "storage"
 LIVENESS = 4.0  # the informers' watch timeout: watches last 2 to 3 s, dead after 4 s
 REQUEST_TIMEOUT = 5  # kube-apiserver's --request-timeout: writes to a stopped etcd end by then
@@ -59,7 +58,7 @@ async def world() -> AsyncIterator[tuple[ControlPlane, Client, tuple[Informer, .
     async with plane, Client(plane.configuration(), timeout=REQUEST_TIMEOUT * 2) as client:
         await client.create(NAMESPACES, {"metadata": {"name": NS}})
         informers = (Informer(client, NAMESPACES, liveness_timeout=LIVENESS),
-                     Informer(client, CONFIGMAPS, namespace=NS, liveness_timeout=LIVENESS),
+                     Informer(client, CONFIG_MAPS, namespace=NS, liveness_timeout=LIVENESS),
                      Informer(client, SECRETS, namespace=NS, liveness_timeout=LIVENESS))
         async with anyio.create_task_group() as tg:
             for informer in informers:
@@ -92,14 +91,14 @@ async def write_batch(client: Client, tag: str, n: int) -> None:
     batch before it updated, another deleted."""
     for i in range(n):
         await persist(lambda i=i: client.create(  # type: ignore[misc]
-            CONFIGMAPS, {"metadata": {"name": f"{tag}-{i}"}, "data": {"i": str(i)}}, NS),
+            CONFIG_MAPS, {"metadata": {"name": f"{tag}-{i}"}, "data": {"i": str(i)}}, NS),
             f"create {tag}-{i}")
     await persist(lambda: client.create(SECRETS, {"metadata": {"name": tag},
                                                   "stringData": {"k": tag}}, NS),
                   f"create secret {tag}")
-    await persist(lambda: client.patch(CONFIGMAPS, f"{tag}-0", {"data": {"patched": tag}}, NS),
+    await persist(lambda: client.patch(CONFIG_MAPS, f"{tag}-0", {"data": {"patched": tag}}, NS),
                   f"patch {tag}-0")
-    await persist(lambda: client.delete(CONFIGMAPS, f"{tag}-1", NS), f"delete {tag}-1")
+    await persist(lambda: client.delete(CONFIG_MAPS, f"{tag}-1", NS), f"delete {tag}-1")
 
 
 async def converged(client: Client, informers: tuple[Informer, ...]) -> None:
@@ -166,7 +165,7 @@ async def test_etcd_paused_longer_than_the_watch_timeout_loses_nothing(
             # a write while etcd is stopped: its answer is lost (a timeout), and it may
             # still happen when etcd resumes
             with pytest.raises((APIError, APIConnectionError)) as lost:
-                await client.create(CONFIGMAPS, {"metadata": {"name": "during"}}, NS)
+                await client.create(CONFIG_MAPS, {"metadata": {"name": "during"}}, NS)
             # an informer started now cannot list (a list reads etcd): it retries
             late = Informer(client, SECRETS, liveness_timeout=LIVENESS)
             tg.start_soon(late.run)

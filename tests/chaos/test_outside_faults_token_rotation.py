@@ -22,17 +22,14 @@ import anyio
 import pytest
 from kubernetes_asyncio.client import Configuration
 
-from reconcilekit import APIConnectionError, APIError, Client, Resource
+from reconcilekit import APIConnectionError, APIError, Client
+from reconcilekit.kinds import CONFIG_MAPS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import Cluster, eventually, write_volume
 
 pytestmark = pytest.mark.timeout(120)
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SECRETS = Resource("", "v1", "Secret", "secrets")
-SERVICE_ACCOUNTS = Resource("", "v1", "ServiceAccount", "serviceaccounts")
-ROLES = Resource("rbac.authorization.k8s.io", "v1", "Role", "roles")
-ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings")
+
 SA = "operator"
 LIVENESS = 4.0  # the informers' watches last 2 to 3 s: several are opened after the revocation
 Obj = dict[str, Any]
@@ -123,7 +120,7 @@ async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
         while not stop_writing.is_set():
             name = f"cm-{n}"
             try:
-                await operator.create(CONFIGMAPS, {"metadata": {"name": name},
+                await operator.create(CONFIG_MAPS, {"metadata": {"name": name},
                                                    "data": {"n": str(n)}}, ns)
             except (APIError, APIConnectionError) as err:
                 failures.append(f"{name}: {err}")
@@ -136,7 +133,7 @@ async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
         writer_done.set()
 
     async with Client.in_cluster(token_file=token_file, ca_file=ca, host=host) as operator:
-        configmaps = Informer(operator, CONFIGMAPS, namespace=ns, liveness_timeout=LIVENESS)
+        configmaps = Informer(operator, CONFIG_MAPS, namespace=ns, liveness_timeout=LIVENESS)
         secrets_ = Informer(operator, SECRETS, namespace=ns, liveness_timeout=LIVENESS)
         informers = (configmaps, secrets_)
         async with anyio.create_task_group() as tg:
@@ -178,7 +175,7 @@ async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
             stats = operator.statistics()
 
     assert failures == []
-    listed = await client.list_all(CONFIGMAPS, ns)
+    listed = await client.list_all(CONFIG_MAPS, ns)
     names = sorted(o["metadata"]["name"] for o in listed["items"]
                    if o["metadata"]["name"].startswith("cm-"))
     assert names == sorted(written)  # every write happened, once

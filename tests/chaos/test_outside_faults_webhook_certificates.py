@@ -32,7 +32,8 @@ import anyio
 import pytest
 from cryptography import x509
 
-from reconcilekit import APIConnectionError, APIError, Client, Manager, Resource
+from reconcilekit import APIConnectionError, APIError, Client, Manager
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.testing import Cluster, eventually, write_volume
 from reconcilekit.webhook import (
     AdmissionRequest,
@@ -44,7 +45,7 @@ from reconcilekit.webhook import (
 
 pytestmark = pytest.mark.timeout(120)
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
+
 WRITES = 200
 FIRST = 60  # writes sent before the files are replaced (the rest after)
 HELD = 40  # admissions held inside the webhook, at least, when the files are replaced
@@ -117,7 +118,7 @@ async def storm(writer: Client, ns: str, tag: str, gate: Gate,
 
     async def create(i: int) -> None:
         try:
-            await writer.create(CONFIGMAPS, {"metadata": {"name": f"{tag}-{i}"},
+            await writer.create(CONFIG_MAPS, {"metadata": {"name": f"{tag}-{i}"},
                                              "data": {"i": str(i)}}, ns)
         except (APIError, APIConnectionError) as err:
             failures.append(f"{tag}-{i}: {err}")
@@ -161,7 +162,7 @@ async def test_certificate_files_replaced_during_200_admissions_fail_none(
                            install_configurations=True, remove_configurations_on_exit=True)
     gate = Gate()
 
-    @server.validator(CONFIGMAPS, name="certs.configmaps.reconcilekit.dev",
+    @server.validator(CONFIG_MAPS, name="certs.configmaps.reconcilekit.dev",
                       failure_policy="Fail", timeout_seconds=10,
                       namespace_selector={"matchLabels": {"kubernetes.io/metadata.name": ns}})
     async def validate(request: AdmissionRequest) -> Verdict:
@@ -179,7 +180,7 @@ async def test_certificate_files_replaced_during_200_admissions_fail_none(
         # kube-apiserver loads webhook configurations through an informer: wait until
         # it calls this one
         async def called() -> bool:
-            got = await apiserver.request("POST", f"{CONFIGMAPS.path(ns)}?dryRun=All", json={
+            got = await apiserver.request("POST", f"{CONFIG_MAPS.path(ns)}?dryRun=All", json={
                 "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"},
                 "data": {"deny": "yes"}})
             return got.status == 403
@@ -194,7 +195,7 @@ async def test_certificate_files_replaced_during_200_admissions_fail_none(
                                 server.port, bundle)
     assert swapped == []
     assert rewritten == []
-    listed = await client.list_all(CONFIGMAPS, ns)
+    listed = await client.list_all(CONFIG_MAPS, ns)
     names = {o["metadata"]["name"] for o in listed["items"]}
     assert {f"{tag}-{i}" for tag in ("swap", "rewrite") for i in range(WRITES)} <= names
     assert gate.reviews >= 2 * WRITES

@@ -4,8 +4,9 @@ import base64
 
 import anyio
 
-from examples.configmap_to_secret import CONFIGMAPS, SECRETS, build
+from examples.configmap_to_secret import build
 from reconcilekit import Client, NotFound
+from reconcilekit.kinds import CONFIG_MAPS, SECRETS
 from reconcilekit.testing import Cluster, eventually
 
 
@@ -28,14 +29,14 @@ async def test_secret_follows_its_configmap(apiserver: Cluster) -> None:
             async def copied(data: dict[str, str]) -> bool:
                 return await secret_data(client, "app", ns) == data
 
-            cm = await client.create(CONFIGMAPS, {
+            cm = await client.create(CONFIG_MAPS, {
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "app"}, "data": {"color": "blue"}}, ns)
             await eventually(lambda: copied({"color": "blue"}), what="the Secret made")
             await client.delete(SECRETS, "app", ns)  # repaired through owns()
             await eventually(lambda: copied({"color": "blue"}), what="the Secret remade")
             cm["data"] = {"color": "red", "size": "L"}
-            await client.update(CONFIGMAPS, cm)
+            await client.update(CONFIG_MAPS, cm)
             await eventually(lambda: copied({"color": "red", "size": "L"}),
                              what="the Secret updated")
             manager.stop()

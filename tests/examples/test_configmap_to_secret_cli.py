@@ -12,13 +12,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from reconcilekit import Client, NotFound, Resource
+from reconcilekit import Client, NotFound
+from reconcilekit.kinds import CONFIG_MAPS, SECRETS
 from reconcilekit.testing import Cluster, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = (sys.executable, "-m", "examples.configmap_to_secret")
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-SECRETS = Resource("", "v1", "Secret", "secrets")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -61,7 +60,7 @@ async def test_a_kubeconfig_run_copies_a_configmap_and_stops_cleanly_on_sigterm(
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         async with Client(apiserver.configuration) as client:
-            await client.create(CONFIGMAPS, {
+            await client.create(CONFIG_MAPS, {
                 "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"},
                 "data": {"color": "blue"}}, ns)
 

@@ -34,11 +34,11 @@ from fuzz_support import Deep, LogWindow, assert_quiet_failure, dumps, explore
 from hypothesis import strategies as st
 from kubernetes_asyncio.client import Configuration
 
-from reconcilekit import APIError, Client, Resource
+from reconcilekit import APIError, Client
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.lowlevel import Backoff, Informer
 from reconcilekit.testing import Cluster, eventually
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 LABEL = "fuzz.reconcilekit.dev/run"
 
 
@@ -219,13 +219,13 @@ async def test_a_spoiled_list_answer_is_a_clear_error(apiserver: Cluster) -> Non
     ns = apiserver.namespace
     async with spoiler(apiserver) as (spoiling, upstream, client):
         for i in range(3):
-            await upstream.create(CONFIGMAPS, configmap(f"fuzz-list-{i}", run, i=str(i)), ns)
+            await upstream.create(CONFIG_MAPS, configmap(f"fuzz-list-{i}", run, i=str(i)), ns)
         selector = f"{LABEL}={run}"
 
         async def check(spoil: Spoil) -> None:
             calls: list[Callable[[], Any]] = [
-                lambda: client.list(CONFIGMAPS, ns, label_selector=selector),
-                lambda: client.list_all(CONFIGMAPS, ns, label_selector=selector, limit=2)]
+                lambda: client.list(CONFIG_MAPS, ns, label_selector=selector),
+                lambda: client.list_all(CONFIG_MAPS, ns, label_selector=selector, limit=2)]
             for call in calls:
                 spoiling.lists.clear()
                 spoiling.lists.append(spoil)
@@ -249,14 +249,14 @@ async def test_an_informer_fed_spoiled_answers_converges_and_keeps_watching(
     ns = apiserver.namespace
     selector = f"{LABEL}={run}"
     async with spoiler(apiserver) as (spoiling, upstream, client):
-        await upstream.create(CONFIGMAPS, configmap("fuzz-big", run, blob="y" * 1_000_000), ns)
-        informer = Informer(client, CONFIGMAPS, namespace=ns, label_selector=selector,
+        await upstream.create(CONFIG_MAPS, configmap("fuzz-big", run, blob="y" * 1_000_000), ns)
+        informer = Informer(client, CONFIG_MAPS, namespace=ns, label_selector=selector,
                             backoff=Backoff(initial=0.01, cap=0.05, jitter=0.5))
         logs = LogWindow(caplog)
         counter = iter(range(1_000_000))
 
         async def truth() -> dict[str, str]:
-            listed = await upstream.list(CONFIGMAPS, ns, label_selector=selector)
+            listed = await upstream.list(CONFIG_MAPS, ns, label_selector=selector)
             return {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
                     for o in listed["items"]}
 
@@ -269,12 +269,12 @@ async def test_an_informer_fed_spoiled_answers_converges_and_keeps_watching(
 
         async def write() -> None:
             """Create one object and change or delete another, so there are events."""
-            await upstream.create(CONFIGMAPS, configmap(f"fuzz-{next(counter)}", run), ns)
+            await upstream.create(CONFIG_MAPS, configmap(f"fuzz-{next(counter)}", run), ns)
             names = sorted(n for n in await truth() if n != "fuzz-big")
             if len(names) > 4:
-                await upstream.delete(CONFIGMAPS, names[0], ns)
+                await upstream.delete(CONFIG_MAPS, names[0], ns)
             if names:
-                await upstream.patch(CONFIGMAPS, names[-1], {"data": {"n": str(next(counter))}},
+                await upstream.patch(CONFIG_MAPS, names[-1], {"data": {"n": str(next(counter))}},
                                      ns)
 
         async def check(spoils: tuple[list[Spoil], list[Spoil]]) -> None:
@@ -306,9 +306,6 @@ async def test_an_informer_fed_spoiled_answers_converges_and_keeps_watching(
             tg.cancel_scope.cancel()
 
 
-
-
-
 # -- the defects the generated answers found, one example each ------------------------------------
 
 @pytest.mark.parametrize(("spoil", "problem"), [
@@ -325,11 +322,11 @@ async def test_a_list_answer_that_is_not_a_list_raises_invalid_response(
     watcher, the informer) to fail on with a KeyError, TypeError or AttributeError."""
     run = uuid.uuid4().hex[:8]
     async with spoiler(apiserver) as (spoiling, upstream, client):
-        await upstream.create(CONFIGMAPS, configmap("fuzz-one", run), apiserver.namespace)
+        await upstream.create(CONFIG_MAPS, configmap("fuzz-one", run), apiserver.namespace)
         for call in (client.list, client.list_all):
             spoiling.lists.append(spoil)
             with pytest.raises(APIError) as caught:
-                await call(CONFIGMAPS, apiserver.namespace, label_selector=f"{LABEL}={run}")
+                await call(CONFIG_MAPS, apiserver.namespace, label_selector=f"{LABEL}={run}")
             assert (caught.value.status, caught.value.reason) == (200, "InvalidResponse")
             assert caught.value.message == problem
 
@@ -345,7 +342,7 @@ async def test_an_unreadable_watch_event_is_one_line_and_a_relist(
     run = uuid.uuid4().hex[:8]
     ns = apiserver.namespace
     async with spoiler(apiserver) as (spoiling, upstream, client):
-        informer = Informer(client, CONFIGMAPS, namespace=ns, label_selector=f"{LABEL}={run}",
+        informer = Informer(client, CONFIG_MAPS, namespace=ns, label_selector=f"{LABEL}={run}",
                             backoff=Backoff(initial=0.01, cap=0.05, jitter=0.5))
         async with anyio.create_task_group() as tg:
             tg.start_soon(informer.run)
@@ -356,7 +353,7 @@ async def test_an_unreadable_watch_event_is_one_line_and_a_relist(
             spoiling.watches.append(spoil)  # for the watch after the relist
             informer.watcher.request_relist()
             await eventually(lambda: spoiling.pending == 0)
-            created = await upstream.create(CONFIGMAPS, configmap("fuzz-after", run), ns)
+            created = await upstream.create(CONFIG_MAPS, configmap("fuzz-after", run), ns)
             await eventually(lambda: [o["metadata"]["resourceVersion"]
                                       for o in informer.store.list()]
                              == [created["metadata"]["resourceVersion"]])
@@ -376,8 +373,8 @@ async def test_an_object_nested_deeper_than_orjson_writes_is_cached(apiserver: C
     run = uuid.uuid4().hex[:8]
     ns = apiserver.namespace
     async with spoiler(apiserver) as (spoiling, upstream, client):
-        await upstream.create(CONFIGMAPS, configmap("fuzz-deep", run), ns)
-        informer = Informer(client, CONFIGMAPS, namespace=ns, label_selector=f"{LABEL}={run}",
+        await upstream.create(CONFIG_MAPS, configmap("fuzz-deep", run), ns)
+        informer = Informer(client, CONFIG_MAPS, namespace=ns, label_selector=f"{LABEL}={run}",
                             backoff=Backoff(initial=0.01, cap=0.05, jitter=0.5))
         spoiling.lists.append(Spoil("deep"))  # 300 levels in the first list's object
         async with anyio.create_task_group() as tg:

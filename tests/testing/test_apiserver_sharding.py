@@ -25,16 +25,15 @@ from typing import Any
 import orjson
 import pytest
 
-from reconcilekit import Client, Resource
+from reconcilekit import Client
 from reconcilekit._shard_selector import KEY_SPACE
+from reconcilekit.kinds import CONFIG_MAPS, NAMESPACES
 from reconcilekit.sharding import ShardSelector, fnv1a64
 from reconcilekit.testing import APIServer, Cluster
 from reconcilekit.testing._pytest_plugin import backend
 
 from k8s_objects import configmap, widget
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 UID, NS = "object.metadata.uid", "object.metadata.namespace"
 LOWER = ShardSelector.of(UID, [(0, KEY_SPACE // 2)])
 UPPER = ShardSelector.of(UID, [(KEY_SPACE // 2, KEY_SPACE)])
@@ -48,7 +47,7 @@ needs_sharding = pytest.mark.skipif(
 
 async def _configmaps(client: Client, namespace: str, n: int, prefix: str = "cm"
                       ) -> list[dict[str, Any]]:
-    return [await client.create(CONFIGMAPS, configmap(f"{prefix}-{i:02}", labels={LABEL: "y"}),
+    return [await client.create(CONFIG_MAPS, configmap(f"{prefix}-{i:02}", labels={LABEL: "y"}),
                                 namespace) for i in range(n)]
 
 
@@ -77,14 +76,14 @@ async def test_a_client_sees_the_shard_with_shard_info_or_everything_without(
     the gate on), none means it did not (v1.28 here), and the client filters itself."""
     ns = apiserver.namespace
     made = await _configmaps(client, ns, 12)
-    listed = await client.list(CONFIGMAPS, ns, label_selector={LABEL: "y"},
+    listed = await client.list(CONFIG_MAPS, ns, label_selector={LABEL: "y"},
                                shard_selector=LOWER)
-    paged = await client.list_all(CONFIGMAPS, ns, label_selector={LABEL: "y"}, limit=5,
+    paged = await client.list_all(CONFIG_MAPS, ns, label_selector={LABEL: "y"}, limit=5,
                                   shard_selector=str(LOWER))
-    iterated = [o async for o in client.iter_list(CONFIGMAPS, ns, label_selector={LABEL: "y"},
+    iterated = [o async for o in client.iter_list(CONFIG_MAPS, ns, label_selector={LABEL: "y"},
                                                   limit=5, shard_selector=LOWER)]
     rv = listed["metadata"]["resourceVersion"]
-    response = await client.open_stream(CONFIGMAPS.path(ns), {
+    response = await client.open_stream(CONFIG_MAPS.path(ns), {
         "watch": "true", "resourceVersion": rv, "labelSelector": f"{LABEL}=y"},
         shard_selector=LOWER)
     try:
@@ -118,14 +117,14 @@ async def test_uid_shards_partition_a_list_and_each_says_which_shard_it_is(
     made = await _configmaps(client, ns, 24)
     seen: list[str] = []
     for quarter in QUARTERS:
-        got = await apiserver.request("GET", CONFIGMAPS.path(ns), params={
+        got = await apiserver.request("GET", CONFIG_MAPS.path(ns), params={
             "shardSelector": str(quarter), "labelSelector": f"{LABEL}=y"})
         assert got.status == 200, got
         assert got.body["metadata"]["shardInfo"] == {"selector": str(quarter)}
         assert _names(got.body["items"]) == _in(quarter, made)
         seen += _names(got.body["items"])
     assert sorted(seen) == _names(made)  # disjoint, and complete
-    whole = await apiserver.request("GET", CONFIGMAPS.path(ns))
+    whole = await apiserver.request("GET", CONFIG_MAPS.path(ns))
     assert "shardInfo" not in whole.body["metadata"]  # no selector: the whole collection
 
 
@@ -139,7 +138,7 @@ async def test_a_union_selects_every_range_and_is_echoed_as_written(
     q = [str(s) for s in QUARTERS]
     sent = (f'shardRange( {UID},"0xc000000000000000", "0x10000000000000000" )||'
             f"({q[0]}) || {q[1]}")
-    got = await apiserver.request("GET", CONFIGMAPS.path(ns), params={
+    got = await apiserver.request("GET", CONFIG_MAPS.path(ns), params={
         "shardSelector": sent, "labelSelector": f"{LABEL}=y"})
     assert got.body["metadata"]["shardInfo"] == {"selector": f"{q[3]} || {q[0]} || {q[1]}"}
     union = ShardSelector.of(UID, [(0, 2 << 62), (3 << 62, KEY_SPACE)])
@@ -155,7 +154,7 @@ async def test_pages_count_the_shards_objects_and_every_page_says_shard_info(
     # for without one is the unfiltered rest.
     ns = apiserver.namespace
     made = await _configmaps(client, ns, 20)
-    path = CONFIGMAPS.path(ns)
+    path = CONFIG_MAPS.path(ns)
     params = {"shardSelector": str(LOWER), "limit": "3", "labelSelector": f"{LABEL}=y"}
     pages: list[list[str]] = []
     token = ""
@@ -188,13 +187,13 @@ async def test_label_field_and_shard_selectors_all_apply(apiserver: Cluster,
     made = await _configmaps(client, ns, 12)
     await _configmaps(client, ns, 6, prefix="other")
     for obj in made[:6]:
-        await client.patch(CONFIGMAPS, obj["metadata"]["name"],
+        await client.patch(CONFIG_MAPS, obj["metadata"]["name"],
                            {"metadata": {"labels": {"half": "first"}}}, ns)
     chosen = made[2]["metadata"]["name"]
-    got = await apiserver.request("GET", CONFIGMAPS.path(ns), params={
+    got = await apiserver.request("GET", CONFIG_MAPS.path(ns), params={
         "shardSelector": str(LOWER), "labelSelector": "half=first"})
     assert _names(got.body["items"]) == _in(LOWER, made[:6])
-    got = await apiserver.request("GET", CONFIGMAPS.path(ns), params={
+    got = await apiserver.request("GET", CONFIG_MAPS.path(ns), params={
         "shardSelector": str(LOWER), "fieldSelector": f"metadata.name={chosen}"})
     assert _names(got.body["items"]) == _in(LOWER, made[2:3])
     assert got.body["metadata"]["shardInfo"] == {"selector": str(LOWER)}
@@ -233,7 +232,7 @@ async def test_every_resource_is_sharded_built_in_and_custom(
             "metadata": {"name": f"g{i}"}})
         await client.create(NAMESPACES,
                             {"metadata": {"name": f"ns-{i}"}})
-    for path in (widgets, gadgets, "/api/v1/namespaces", CONFIGMAPS.path(ns)):
+    for path in (widgets, gadgets, "/api/v1/namespaces", CONFIG_MAPS.path(ns)):
         everything = (await apiserver.request("GET", path)).body["items"]
         halves = []
         for half in (LOWER, UPPER):
@@ -250,17 +249,17 @@ async def test_a_watch_delivers_the_events_of_its_shards_objects_only(
     # test/e2e sharding: complementary watches partition ADDED, MODIFIED and DELETED.
     # uid and namespace never change, so no object moves between shards.
     ns = apiserver.namespace
-    path = CONFIGMAPS.path(ns)
-    rv = (await client.list(CONFIGMAPS, ns))["metadata"]["resourceVersion"]
+    path = CONFIG_MAPS.path(ns)
+    rv = (await client.list(CONFIG_MAPS, ns))["metadata"]["resourceVersion"]
     async with apiserver.watch(path, {"resourceVersion": rv, "shardSelector": str(LOWER),
                                       "allowWatchBookmarks": "true"}) as lower, \
             apiserver.watch(path, {"resourceVersion": rv,
                                    "shardSelector": str(UPPER)}) as upper:
         made = await _configmaps(client, ns, 10)
         for obj in made:
-            await client.patch(CONFIGMAPS, obj["metadata"]["name"], {"data": {"x": "1"}}, ns)
+            await client.patch(CONFIG_MAPS, obj["metadata"]["name"], {"data": {"x": "1"}}, ns)
         for obj in made:
-            await client.delete(CONFIGMAPS, obj["metadata"]["name"], ns)
+            await client.delete(CONFIG_MAPS, obj["metadata"]["name"], ns)
         for stream, half in ((lower, LOWER), (upper, UPPER)):
             names = [o["metadata"]["name"] for o in made if half.matches(o)]
             expected = ([("ADDED", n) for n in names] + [("MODIFIED", n) for n in names]
@@ -284,7 +283,7 @@ async def test_every_watch_path_is_filtered(apiserver: Cluster, client: Client,
                           resourceVersionMatch="NotOlderThan")
         case "history":  # replayed from the history: the creations themselves
             params["resourceVersion"] = str(int(made[0]["metadata"]["resourceVersion"]) - 1)
-    async with apiserver.watch(CONFIGMAPS.path(ns), params) as events:
+    async with apiserver.watch(CONFIG_MAPS.path(ns), params) as events:
         initial = await _events(events, len(_in(LOWER, made)))
         assert sorted(initial) == [("ADDED", n) for n in _in(LOWER, made)]
         if start == "sendInitialEvents":
@@ -299,10 +298,10 @@ async def test_deletecollection_deletes_the_shard_only(apiserver: Cluster,
                                                        client: Client) -> None:
     ns = apiserver.namespace
     made = await _configmaps(client, ns, 12)
-    got = await apiserver.request("DELETE", CONFIGMAPS.path(ns), params={
+    got = await apiserver.request("DELETE", CONFIG_MAPS.path(ns), params={
         "shardSelector": str(LOWER), "labelSelector": f"{LABEL}=y"})
     assert got.status == 200
-    left = await client.list(CONFIGMAPS, ns, label_selector={LABEL: "y"})
+    left = await client.list(CONFIG_MAPS, ns, label_selector={LABEL: "y"})
     assert _names(left["items"]) == _in(UPPER, made)
 
 
@@ -329,7 +328,7 @@ async def test_a_bad_shard_selector_is_a_400_with_the_parsers_message(
         apiserver: Cluster, verb: str, selector: str, message: str) -> None:
     method = "DELETE" if verb == "deletecollection" else "GET"
     params = {"shardSelector": selector, **({"watch": "true"} if verb == "watch" else {})}
-    got = await apiserver.request(method, CONFIGMAPS.path(apiserver.namespace), params=params)
+    got = await apiserver.request(method, CONFIG_MAPS.path(apiserver.namespace), params=params)
     assert got.status == 400, got
     assert got.body["reason"] == "BadRequest"
     assert got.body["message"] == f"invalid shard selector: {message}"
@@ -339,7 +338,7 @@ async def test_a_bad_shard_selector_is_a_400_with_the_parsers_message(
 async def test_an_empty_shard_selector_is_no_selector(apiserver: Cluster,
                                                       client: Client) -> None:
     made = await _configmaps(client, apiserver.namespace, 4)
-    got = await apiserver.request("GET", CONFIGMAPS.path(apiserver.namespace),
+    got = await apiserver.request("GET", CONFIG_MAPS.path(apiserver.namespace),
                                   params={"shardSelector": ""})
     assert "shardInfo" not in got.body["metadata"]
     assert set(_names(made)) <= set(_names(got.body["items"]))
@@ -349,11 +348,11 @@ async def test_with_the_feature_gate_off_the_parameter_is_ignored() -> None:
     async with APIServer(sharded_list_watch=False) as server, \
             Client(server.configuration()) as client:
         made = await _configmaps(client, "default", 6)
-        listed = await client.list(CONFIGMAPS, "default", label_selector={LABEL: "y"},
+        listed = await client.list(CONFIG_MAPS, "default", label_selector={LABEL: "y"},
                                    shard_selector=LOWER, limit=4)
-        bad = await client.list(CONFIGMAPS, "default", label_selector={LABEL: "y"},
+        bad = await client.list(CONFIG_MAPS, "default", label_selector={LABEL: "y"},
                                 shard_selector="nonsense")
-        response = await client.open_stream(CONFIGMAPS.path("default"), {
+        response = await client.open_stream(CONFIG_MAPS.path("default"), {
             "watch": "true", "labelSelector": f"{LABEL}=y"}, shard_selector="nonsense")
         try:
             async with asyncio.timeout(10):

@@ -17,11 +17,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from reconcilekit import APIConnectionError, Client, Resource, RetryPolicy
+from reconcilekit import APIConnectionError, Client, RetryPolicy
+from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.testing import ControlPlane, ControlPlaneError
 from reconcilekit.testing._control_plane import ASSETS_ENV, assets_from_env
 
-CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 ASSETS = assets_from_env()
 needs_assets = pytest.mark.skipif(
     ASSETS is None, reason="needs kube-apiserver and etcd binaries: set "
@@ -55,8 +55,8 @@ async def test_start_serve_and_stop_leave_nothing_behind(tmp_path: Path) -> None
         pids, data = plane.pids, plane.ca_file.parent
         assert len(pids) == (3 if plane.controller_manager else 2)
         async with Client(plane.configuration()) as client:  # TLS verified against its CA
-            await client.create(CONFIGMAPS, {"metadata": {"name": "hello"}}, "default")
-            assert (await client.get(CONFIGMAPS, "hello", "default"))["metadata"]["uid"]
+            await client.create(CONFIG_MAPS, {"metadata": {"name": "hello"}}, "default")
+            assert (await client.get(CONFIG_MAPS, "hello", "default"))["metadata"]["uid"]
         kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig")
         kubectl = Path(ASSETS or ".") / "kubectl"
         if os.access(kubectl, os.X_OK):
@@ -78,25 +78,25 @@ async def test_components_can_be_killed_restarted_and_paused() -> None:
     async with ControlPlane(ASSETS, controller_manager=False) as plane:
         configuration = plane.configuration()
         async with Client(configuration, retry=RetryPolicy(max_retries=0)) as client:
-            await client.create(CONFIGMAPS, {"metadata": {"name": "kept"}}, "default")
+            await client.create(CONFIG_MAPS, {"metadata": {"name": "kept"}}, "default")
             old_pid = plane.pids[-1]
             plane.kill("kube-apiserver")
             assert not _alive(old_pid)
             with pytest.raises(APIConnectionError):
-                await client.get(CONFIGMAPS, "kept", "default")
+                await client.get(CONFIG_MAPS, "kept", "default")
             assert await plane.restart("kube-apiserver") > 0
-            assert (await client.get(CONFIGMAPS, "kept", "default"))["metadata"]["name"]
+            assert (await client.get(CONFIG_MAPS, "kept", "default"))["metadata"]["name"]
             plane.pause("etcd")
             try:  # kube-apiserver cannot answer a read that needs etcd
                 with pytest.raises(TimeoutError), anyio.fail_after(3):
-                    await client.get(CONFIGMAPS, "kept", "default")
+                    await client.get(CONFIG_MAPS, "kept", "default")
             finally:
                 plane.resume("etcd")
-            assert (await client.get(CONFIGMAPS, "kept", "default"))["metadata"]["name"]
+            assert (await client.get(CONFIG_MAPS, "kept", "default"))["metadata"]["name"]
             plane.kill("etcd")
             assert await plane.restart("etcd") > 0  # same ports, same data directory
             async with Client(configuration) as patient:  # retried until kube-apiserver
-                got = await patient.get(CONFIGMAPS, "kept", "default")  # reconnects
+                got = await patient.get(CONFIG_MAPS, "kept", "default")  # reconnects
             assert got["metadata"]["name"] == "kept"
         with pytest.raises(ValueError, match="'kube-scheduler' cannot be restarted"):
             await plane.restart("kube-scheduler")
@@ -157,8 +157,8 @@ async def test_each_user_is_told_apart_in_the_audit_log_even_through_a_proxy(
                             ) as plane, TCPProxy(plane.url) as proxy:
         began = time.time()
         async with Client(plane.configuration(user="op-a", server=proxy.url)) as client:
-            await client.create(CONFIGMAPS, {"metadata": {"name": "mine"}}, "default")
-            await client.get(CONFIGMAPS, "mine", "default")
+            await client.create(CONFIG_MAPS, {"metadata": {"name": "mine"}}, "default")
+            await client.get(CONFIG_MAPS, "mine", "default")
         assert proxy.connections >= 1
         events = [e for e in plane.audit_log().read() if e.user == "op-a"]
         assert [(e.verb, e.key, e.code) for e in events] == [

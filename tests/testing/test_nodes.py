@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from reconcilekit import Client, NotFound, Resource
+from reconcilekit import Client, NotFound
+from reconcilekit.kinds import PODS
 from reconcilekit.testing import Cluster, FakeClock, NodeSimulator, eventually
 
-PODS = Resource("", "v1", "Pod", "pods")
 SPEC = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}]}
 
 

@@ -12,10 +12,9 @@ import time
 
 import anyio
 
-from reconcilekit import Client, Resource
+from reconcilekit import Client
+from reconcilekit.kinds import NAMESPACES
 from reconcilekit.testing import Cluster, TCPProxy
-
-NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 
 
 async def test_a_partition_holds_every_request_until_it_heals(apiserver: Cluster) -> None:
