@@ -40,14 +40,15 @@ def _stem(path: Path) -> str:
 
 def test_no_two_modules_or_classes_share_a_name() -> None:
     """A name means one thing across the package: no two modules (or a module and a
-    package) and no two classes are named alike. The exceptions: a public concept
-    module and the private module it re-exports (``metrics.py`` over ``_metrics.py``), and
-    the classes of the generated ``kinds`` package, which keep Kubernetes' names (core/v1
-    and events.k8s.io/v1 both have an ``Event``)."""
+    package) and no two classes are named alike. The exceptions: a public concept module
+    and the private module it re-exports (``metrics.py`` over ``_metrics.py``), each
+    package's ``__main__.py`` (what ``python -m`` runs), and the classes of the generated
+    ``kinds`` package, which keep Kubernetes' names (core/v1 and events.k8s.io/v1 both
+    have an ``Event``)."""
     package = ROOT / "reconcilekit"
     places: dict[str, list[Path]] = {}
     for path in [*package.rglob("*.py"), *(p for p in package.rglob("*") if p.is_dir())]:
-        if path.name == "__init__.py" or path.name == "__pycache__" or path == package:
+        if path.name in ("__init__.py", "__main__.py", "__pycache__") or path == package:
             continue
         places.setdefault(_stem(path), []).append(path)
     shared = {stem: sorted(str(p.relative_to(ROOT)) for p in paths)

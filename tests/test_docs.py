@@ -122,8 +122,8 @@ def test_the_api_reference_has_a_page_per_concept_covering_every_public_name() -
     root = {name: where for name, where in documented.items() if name in reconcilekit.__all__}
     assert set(root) == set(reconcilekit.__all__), "root names without a reference page"
     assert {name: where for name, where in root.items() if len(where) > 1} == {}
-    modules = {"conditions", "finalizers", "lowlevel", "metrics", "ownership", "sharding",
-               "testing", "upsert", "webhook", "workqueue"}
+    modules = {"conditions", "finalizers", "lowlevel", "metrics", "ownership", "rbac",
+               "sharding", "testing", "upsert", "webhook", "workqueue"}
     assert all(pages.get(module, "").strip().endswith(f"::: reconcilekit.{module}")
                for module in modules)
     nav = (DOCS.parent / "mkdocs.yml").read_text()
@@ -148,3 +148,20 @@ def test_every_file_and_test_the_docs_name_exists() -> None:
                                  (root / path).read_text(), flags=re.M):
                     missing.append(f"{page.name}: {path}::{name}")
     assert missing == []
+
+
+def test_the_manifests_guide_shows_the_rules_the_generator_gives() -> None:
+    """docs/manifests.md's ClusterRole rules for the Website operator are a fresh generation's."""
+    import yaml
+
+    from reconcilekit.__main__ import generate_manifests
+
+    files = generate_manifests("examples.website.operator:build", command="docs",
+                               namespace="website-system")
+    [role] = [d for d in yaml.safe_load_all(files["rbac.yaml"]) if d and d["kind"] == "ClusterRole"]
+    text = (DOCS / "manifests.md").read_text()
+    [shown] = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    assert yaml.safe_load(shown) == role["rules"]
+    [declared] = re.findall(r"```python\nclass WebsiteReconciler\(Reconciler\):\n(.*?)```",
+                            text, flags=re.S)
+    assert declared in (ROOT / "examples" / "website" / "operator.py").read_text()

@@ -66,9 +66,10 @@ from reconcilekit import (
     TerminalError,
 )
 from reconcilekit.finalizers import CleanupDone, CleanupResult, finalize, finalizer_ops
+from reconcilekit.rbac import RECORDS_EVENTS, Permission
 
 from .index import Indexes
-from .pods import drop_claim_label, release, take
+from .pods import POD_WRITES, drop_claim_label, release, take
 from .resources import (
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,
@@ -207,6 +208,16 @@ def _held_by(pod: Obj, claim: str) -> bool:
 
 class ClaimReconciler(Reconciler):
     """Reconciles CNClaims; see the module docstring for the flow."""
+
+    # What it sends beyond the cache's reads (python -m reconcilekit manifests).
+    permissions = (
+        # the binding and the finalizer (JSON patches), the claim read live after a 409
+        Permission(CNCLAIMS, "get", "patch"),
+        Permission(CNCLAIMS, "patch", subresource="status"),
+        POD_WRITES,                   # taken, released (pods.py); read live to adopt one
+        Permission(PODS, "list"),     # the Pods still labelled for a claim being deleted
+        RECORDS_EVENTS,               # Bound, PodLost, Migrating, Migrated, InvalidSpec
+    )
 
     def __init__(self, client: Client, cache: Cache, index: Indexes,
                  events: EventRecorder) -> None:

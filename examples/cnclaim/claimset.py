@@ -38,6 +38,7 @@ from reconcilekit import (
     Result,
 )
 from reconcilekit.ownership import set_controller_reference
+from reconcilekit.rbac import RECORDS_EVENTS, Permission, blocks_owner_deletion
 
 from .index import Indexes
 from .observe import expectations_handler
@@ -92,6 +93,14 @@ def claimset_expectations_handler(expectations: Expectations[Request]) -> EventH
 
 class ClaimSetReconciler(Reconciler):
     """Reconciles CNClaimSets; see the module docstring for the flow."""
+
+    # What it sends beyond the cache's reads (python -m reconcilekit manifests).
+    permissions = (
+        Permission(CNCLAIMS, "create", "delete"),  # the set's claims, made and scaled in
+        blocks_owner_deletion(CNCLAIMSETS),        # ... with their set as controller
+        Permission(CNCLAIMSETS, "patch", subresource="status"),
+        RECORDS_EVENTS,                            # ScaleInWaiting
+    )
 
     def __init__(self, client: Client, cache: Cache, index: Indexes, events: EventRecorder,
                  expectations: Expectations[Request]) -> None:

@@ -36,20 +36,33 @@ from reconcilekit import (
     Predicate,
     Sharding,
 )
-from reconcilekit.webhook import WebhookServer
+from reconcilekit.webhook import ServiceReference, WebhookServer
 
+from .admission import add_claim_webhook
 from .claim import ClaimReconciler
 from .claimset import ClaimSetReconciler, claimset_expectations_handler
 from .index import Indexes
 from .pool import PoolReconciler, pod_to_pool, pool_expectations_handler
 from .resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS, CRDS, PODS
 
-__all__ = ["MANIFESTS", "OperatorOptions", "build_operator", "install_crds", "load_crds"]
+__all__ = [
+    "MANIFESTS",
+    "OPERATOR_NAMESPACE",
+    "OperatorOptions",
+    "build_operator",
+    "deployed_operator",
+    "install_crds",
+    "load_crds",
+]
 
 logger = logging.getLogger("examples.cnclaim")
 
 MANIFESTS: Final = Path(__file__).resolve().parent / "manifests"
 LEASE_NAME: Final = "cnclaim-operator"
+# Where manifests/ deploy it: its namespace, and the Service in front of its webhook.
+OPERATOR_NAMESPACE: Final = "cnclaim-system"
+OPERATOR_NAME: Final = "cnclaim-operator"  # its Deployment, ServiceAccount and roles
+WEBHOOK_SERVICE: Final = ServiceReference(OPERATOR_NAMESPACE, "cnclaim-operator-webhook")
 # deletions only: a claim that goes may leave its Pod to its pool (index.claim_to_pools)
 ON_DELETE: Final = Predicate(create=lambda _: False, update=lambda _, __: False)
 
@@ -146,6 +159,24 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions(),
         .with_options(max_concurrent_reconciles=workers)
         .complete(ClaimSetReconciler(client, cache, index, events, set_expectations)))
     return manager
+
+
+def deployed_operator(client: Client) -> Manager:
+    """The operator as ``manifests/deployment.yaml`` runs it: every namespace, leader
+    election on the Lease in ``cnclaim-system`` (``$POD_NAMESPACE``), the CNClaim
+    validator behind ``WEBHOOK_SERVICE``, the operator's own ServiceAccount exempt
+    from it on updates. ``manifests/rbac.yaml`` and ``webhook.yaml`` are generated
+    from it::
+
+        python -m reconcilekit manifests examples.cnclaim.operator:deployed_operator \
+            --out examples/cnclaim/manifests
+    """
+    server = WebhookServer(name=OPERATOR_NAME, service=WEBHOOK_SERVICE)
+    account = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_NAME}"
+    add_claim_webhook(server, operator_users={account})
+    return build_operator(client, OperatorOptions(
+        leader_election=True, leader_election_namespace=OPERATOR_NAMESPACE),
+        webhook_server=server)
 
 
 def load_crds() -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from reconcilekit import Client, Conflict, NotFound
+from reconcilekit.rbac import Permission
 
 from .resources import (
     CLAIMED_BY_LABEL,
@@ -23,10 +24,14 @@ from .resources import (
     namespace_of,
 )
 
-__all__ = ["drop_claim_label", "release", "take"]
+__all__ = ["POD_WRITES", "drop_claim_label", "release", "take"]
 
 Obj = dict[str, Any]
 _ATTEMPTS: Final = 5
+
+POD_WRITES: Final = Permission(PODS, "get", "update")
+"""What these functions send: an update of the Pod as read, and a read of it again when it
+changed meanwhile (a 409). The reconcilers that call them declare it."""
 
 
 def _set_labels(pod: Obj, changes: Mapping[str, str | None]) -> None:

@@ -42,10 +42,11 @@ from reconcilekit import (
     Result,
 )
 from reconcilekit.ownership import set_controller_reference
+from reconcilekit.rbac import RECORDS_EVENTS, Permission, blocks_owner_deletion
 
 from .index import Indexes
 from .observe import expectations_handler
-from .pods import release
+from .pods import POD_WRITES, release
 from .resources import (
     CNCLAIMS,
     CNPOOLS,
@@ -92,6 +93,16 @@ class PoolReconciler(Reconciler):
     Pods are scheduled and run by the cluster (on a cluster with no nodes,
     a :class:`reconcilekit.testing.NodeSimulator` plays that part).
     """
+
+    # What it sends beyond the cache's reads (python -m reconcilekit manifests).
+    permissions = (
+        Permission(PODS, "create", "delete"),  # the pool's Pods, made and recycled
+        blocks_owner_deletion(CNPOOLS),        # ... with their pool as controller
+        POD_WRITES,                            # relabelled, released (pods.py)
+        Permission(CNCLAIMS, "get"),           # an orphan's claim, checked live
+        Permission(CNPOOLS, "patch", subresource="status"),
+        RECORDS_EVENTS,                        # ReleasedOrphan
+    )
 
     def __init__(self, client: Client, cache: Cache, index: Indexes,
                  events: EventRecorder, expectations: Expectations[Request]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from reconcilekit import Cache, Client, Manager, NotFound, Reconciler, Request, Resource, Result
 from reconcilekit.conditions import set_status_condition
 from reconcilekit.ownership import set_controller_reference
+from reconcilekit.rbac import Permission, blocks_owner_deletion
 from reconcilekit.upsert import create_or_patch
 
 GROUP = "example.reconcilekit.dev"
@@ -41,6 +42,15 @@ PORT = 8080
 
 class WebsiteReconciler(Reconciler):
     """Makes the Deployment and the Service named like the Website match its spec."""
+
+    # What it sends beyond the cache's reads (python -m reconcilekit manifests): create_or_patch
+    # reads each child from the API server, then creates it or patches what differs.
+    permissions = (
+        Permission(DEPLOYMENTS, "get", "create", "patch"),
+        Permission(SERVICES, "get", "create", "patch"),
+        blocks_owner_deletion(WEBSITES),  # the children's controller reference
+        Permission(WEBSITES, "patch", subresource="status"),
+    )
 
     def __init__(self, client: Client, cache: Cache) -> None:
         self.client = client

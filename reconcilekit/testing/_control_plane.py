@@ -318,6 +318,10 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc",
             "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
             "--shutdown-watch-termination-grace-period=2s",
+            # As hardened clusters (and OpenShift) run it: an owner reference with
+            # blockOwnerDeletion needs update on the owner's finalizers subresource, which
+            # generated RBAC must then grant (admins and the controller manager pass).
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
             *(() if self.controller_manager else ("--disable-admission-plugins=ServiceAccount",)),
             *((f"--audit-policy-file={d / 'audit-policy.yaml'}",
                f"--audit-log-path={d / 'audit.log'}", "--audit-log-format=json",

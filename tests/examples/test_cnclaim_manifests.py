@@ -1,9 +1,11 @@
 """The CNClaim example's manifests: CRDs, least-privilege RBAC, the Deployment.
 
-In-process (no authorizer) a test records every request the operator sends
-during a whole scenario (leader election on) and checks each against the
-rules of rbac.yaml; on kube-apiserver the operator runs as its own
-ServiceAccount under those rules.
+rbac.yaml and webhook.yaml are generated from the operator's code
+(test_cnclaim_rbac.py checks they are up to date, and proves the rules
+minimal on kube-apiserver). In-process (no authorizer) a test records every
+request the operator sends during a whole scenario (leader election on) and
+checks each against the rules of rbac.yaml; on kube-apiserver the operator
+runs as its own ServiceAccount under those rules.
 """
 
 from __future__ import annotations
@@ -87,9 +89,9 @@ def test_the_deployment_probes_health_and_elects_a_leader_as_its_service_account
 
 
 def test_the_webhook_manifests_match_what_the_operator_serves() -> None:
-    """webhook.yaml's configuration names the path, rules and policies of the operator's
-    CNClaim validator, through the Service to the Deployment's port, with cert-manager's
-    certificate mounted where the operator reads it."""
+    """webhook.yaml (generated) names the path, rules and policies of the operator's
+    CNClaim validator, through the Service to the port the Deployment's operator serves
+    it on, with cert-manager's certificate mounted where the operator reads it."""
     docs = {d["kind"]: d for d in _docs("webhook.yaml")}
     (deployment,) = _docs("deployment.yaml")
     pod = deployment["spec"]["template"]["spec"]
@@ -107,7 +109,9 @@ def test_the_webhook_manifests_match_what_the_operator_serves() -> None:
     service = docs["Service"]
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     [port] = service["spec"]["ports"]
-    assert port["targetPort"] in {p["name"] for p in container["ports"]}
+    webhook_port = int(parse_args(["--in-cluster"]).webhook_addr.rpartition(":")[2])
+    assert port["targetPort"] == webhook_port  # where the in-cluster operator serves it
+    assert webhook_port in {p["containerPort"] for p in container["ports"]}
     certificate = docs["Certificate"]["spec"]
     assert set(certificate["dnsNames"]) == set(server.service.hosts)  # type: ignore[union-attr]
     [volume] = pod["volumes"]

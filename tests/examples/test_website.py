@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import yaml
 
 from examples.website import DEPLOYMENTS, SERVICES, WEBSITE_CRD, WEBSITES, build
 from reconcilekit import Client, NotFound, Resource
+from reconcilekit.__main__ import generate_manifests
 from reconcilekit.conditions import is_status_condition_true
 from reconcilekit.testing import Cluster, eventually
 
@@ -68,3 +70,26 @@ async def test_a_website_runs_as_a_deployment_behind_a_service(apiserver: Cluste
 
         await eventually(collected, within=AWAIT_CONTROLLERS,
                          what="the children garbage-collected")
+
+
+def test_the_generated_rbac_grants_the_cache_its_reads_and_the_reconciler_its_writes() -> None:
+    """``python -m reconcilekit manifests examples.website.operator:build``: list and watch
+    for what ``for_`` and ``owns`` cache; the children's reads and writes and the status
+    patch as ``WebsiteReconciler.permissions`` declares them (create_or_patch reads the
+    child, then creates or patches it); nothing owns() would not need."""
+    files = generate_manifests("examples.website.operator:build", command="test",
+                               namespace="website-system")
+    assert sorted(files) == ["rbac.yaml"]  # no webhook, no CRD defined in Python (yet)
+    docs = [d for d in yaml.safe_load_all(files["rbac.yaml"]) if d]
+    [role] = [d for d in docs if d["kind"] == "ClusterRole"]
+    grants = {(group, resource): rule["verbs"] for rule in role["rules"]
+              for group in rule["apiGroups"] for resource in rule["resources"]}
+    assert grants == {
+        ("example.reconcilekit.dev", "websites"): ["list", "watch"],
+        ("example.reconcilekit.dev", "websites/status"): ["patch"],
+        ("example.reconcilekit.dev", "websites/finalizers"): ["update"],
+        ("apps", "deployments"): ["get", "list", "watch", "create", "patch"],
+        ("", "services"): ["get", "list", "watch", "create", "patch"],
+    }
+    assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "ClusterRole",
+                                         "ClusterRoleBinding"]
