@@ -26,7 +26,7 @@ from ...admission.webhook_configurations import (
     default_webhooks,
     is_webhook_configuration,
 )
-from ...apiextensions.crd import validate_crd
+from ...apiextensions.definitions import validate_crd
 from ...apiextensions.version_conversion import Converter
 from ...controllers.builtin_controllers import Lifecycle
 from ...machinery.decoding import decode, normalize_microtimes
