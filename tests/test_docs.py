@@ -109,6 +109,13 @@ def test_webhooks_guide_example_passes_its_own_test(tmp_path: Path) -> None:
                               "test_widget_webhooks.py", in_process=False)
 
 
+def test_custom_kinds_page_example_passes_its_own_test(tmp_path: Path) -> None:
+    """The kind the page defines is installed and judged by the API server of this run."""
+    _page_passes_its_own_test(tmp_path, "concepts/custom-kinds.md",
+                              {"gizmos.py", "test_gizmos.py"}, "test_gizmos.py",
+                              in_process=False)
+
+
 def test_the_api_reference_has_a_page_per_concept_covering_every_public_name() -> None:
     """Each root name is documented on exactly one concept page; each public module has
     its page; the navigation lists every page."""
@@ -122,7 +129,7 @@ def test_the_api_reference_has_a_page_per_concept_covering_every_public_name() -
     root = {name: where for name, where in documented.items() if name in reconcilekit.__all__}
     assert set(root) == set(reconcilekit.__all__), "root names without a reference page"
     assert {name: where for name, where in root.items() if len(where) > 1} == {}
-    modules = {"conditions", "finalizers", "lowlevel", "metrics", "ownership", "rbac",
+    modules = {"conditions", "crd", "finalizers", "lowlevel", "metrics", "ownership", "rbac",
                "sharding", "testing", "upsert", "webhook", "workqueue"}
     assert all(pages.get(module, "").strip().endswith(f"::: reconcilekit.{module}")
                for module in modules)

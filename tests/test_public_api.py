@@ -13,6 +13,7 @@ import reconcilekit
 PUBLIC_MODULES = [
     "reconcilekit",
     "reconcilekit.conditions",
+    "reconcilekit.crd",
     "reconcilekit.finalizers",
     "reconcilekit.kinds",
     "reconcilekit.lowlevel",

@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 
-from reconcilekit import APIError, Client, Resource
+from reconcilekit import APIError, Client
+from reconcilekit.kinds import SELF_SUBJECT_REVIEWS
 from reconcilekit.webhook import AdmissionRequest, Verdict, WebhookServer, exclude_users
 
 from .resources import CNCLAIMS, GROUP
@@ -36,8 +37,6 @@ __all__ = ["WEBHOOK_NAME", "add_claim_webhook", "own_username"]
 
 WEBHOOK_NAME = f"validate.cnclaims.{GROUP}"
 logger = logging.getLogger("examples.cnclaim")
-SELF_SUBJECT_REVIEWS = Resource("authentication.k8s.io", "v1", "SelfSubjectReview",
-                                "selfsubjectreviews", namespaced=False)
 
 
 def add_claim_webhook(server: WebhookServer, *, operator_users: Collection[str] | None,

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from reconcilekit import (
     Cache,
@@ -269,8 +269,8 @@ class ClaimReconciler(Reconciler):
                 continue
             # The cache may still show a label this claim has since released (its
             # event late or lost): adopt only what the API server says we hold.
-            try:
-                pod = await self.client.get(PODS, name_of(cached), ns)
+            try:  # a plain dict (not the typed Pod): it is written back as it was read
+                pod: Obj = cast(Obj, await self.client.get(PODS, name_of(cached), ns))
             except NotFound:
                 continue
             if _held_by(pod, name) and not await self._named_by_another(pod, name):
@@ -292,7 +292,7 @@ class ClaimReconciler(Reconciler):
                 if not mine or not self.cache.has_seen_own_write(PODS, pod_name, ns):
                     continue  # another worker is on it, or took it and the cache lags
                 try:
-                    pod = await self.cache.get(PODS, pod_name, ns)
+                    pod = cast(Obj, await self.cache.get(PODS, pod_name, ns))
                 except NotFound:
                     continue
                 if not bindable(pod) or (selector and not selector_matches(selector,

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import anyio
-import yaml
 
 from reconcilekit import (
     AlreadyExists,
@@ -42,6 +41,7 @@ from .admission import add_claim_webhook
 from .claim import ClaimReconciler
 from .claimset import ClaimSetReconciler, claimset_expectations_handler
 from .index import Indexes
+from .kinds import CNCLAIM_KIND, CNCLAIMSET_KIND, CNPOOL_KIND
 from .pool import PoolReconciler, pod_to_pool, pool_expectations_handler
 from .resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS, CRDS, PODS
 
@@ -180,9 +180,9 @@ def deployed_operator(client: Client) -> Manager:
 
 
 def load_crds() -> list[dict[str, Any]]:
-    """The CustomResourceDefinitions of ``manifests/crds.yaml``."""
-    text = (MANIFESTS / "crds.yaml").read_text()
-    return [doc for doc in yaml.safe_load_all(text) if doc]
+    """The CustomResourceDefinitions of the operator's kinds (``manifests/crds.yaml`` is
+    generated from the same definitions, :mod:`examples.cnclaim.kinds`)."""
+    return [kind.crd() for kind in (CNPOOL_KIND, CNCLAIM_KIND, CNCLAIMSET_KIND)]
 
 
 class CRDInstallError(RuntimeError):

@@ -12,7 +12,10 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Final
 
-from reconcilekit import Request, Resource
+from reconcilekit import Request
+from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, PODS
+
+from .kinds import CNCLAIM_KIND, CNCLAIMSET_KIND, CNPOOL_KIND, GROUP, VERSION
 
 __all__ = [
     "CLAIMED_BY_LABEL",
@@ -55,14 +58,10 @@ __all__ = [
 
 Obj = Mapping[str, Any]
 
-GROUP: Final = "core.matrixorigin.io"
-VERSION: Final = "v1alpha1"
-CNPOOLS: Final = Resource(GROUP, VERSION, "CNPool", "cnpools")
-CNCLAIMS: Final = Resource(GROUP, VERSION, "CNClaim", "cnclaims")
-CNCLAIMSETS: Final = Resource(GROUP, VERSION, "CNClaimSet", "cnclaimsets")
-PODS: Final = Resource("", "v1", "Pod", "pods")
-CRDS: Final = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
-                       "customresourcedefinitions", namespaced=False)
+CNPOOLS: Final = CNPOOL_KIND.resource
+CNCLAIMS: Final = CNCLAIM_KIND.resource
+CNCLAIMSETS: Final = CNCLAIMSET_KIND.resource
+CRDS: Final = CUSTOM_RESOURCE_DEFINITIONS
 
 POOL_LABEL: Final = "pool.matrixorigin.io/pool-name"
 """On a CN Pod: the pool it belongs to."""

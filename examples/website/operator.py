@@ -9,33 +9,43 @@ condition for the generation it acted on.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, NotRequired, TypedDict
 
-from reconcilekit import Cache, Client, Manager, NotFound, Reconciler, Request, Resource, Result
+from reconcilekit import Cache, Client, Manager, NotFound, Reconciler, Request, Result
 from reconcilekit.conditions import set_status_condition
+from reconcilekit.crd import CustomKind, Default, Description, Minimum, MinLength, Version
+from reconcilekit.kinds import DEPLOYMENTS, SERVICES, ObjectMeta
 from reconcilekit.ownership import set_controller_reference
 from reconcilekit.rbac import Permission, blocks_owner_deletion
 from reconcilekit.upsert import create_or_patch
 
 GROUP = "example.reconcilekit.dev"
-WEBSITES = Resource(GROUP, "v1", "Website", "websites")
-DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments")
-SERVICES = Resource("", "v1", "Service", "services")
 
-WEBSITE_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"websites.{GROUP}"},
-    "spec": {"group": GROUP, "scope": "Namespaced",
-             "names": {"plural": "websites", "singular": "website", "kind": "Website"},
-             "versions": [{"name": "v1", "served": True, "storage": True,
-                           "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                               "spec": {"type": "object", "required": ["image"], "properties": {
-                                   "image": {"type": "string"},
-                                   "replicas": {"type": "integer", "minimum": 0,
-                                                "default": 1}}},
-                               "status": {"type": "object",
-                                          "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
+
+class WebsiteSpec(TypedDict):
+    """What a Website serves."""
+
+    image: Annotated[str, MinLength(1), Description("the container image")]
+    replicas: NotRequired[Annotated[int, Minimum(0), Default(1),
+                                    Description("the Deployment's replicas")]]
+
+
+class Website(TypedDict):
+    """An image served by a Deployment behind a Service."""
+
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: NotRequired[WebsiteSpec]
+    status: NotRequired[dict[str, Any]]  # conditions
+
+
+WEBSITES_KIND = CustomKind(group=GROUP, kind="Website", plural="websites",
+                           versions=[Version("v1", Website, storage=True)])
+WEBSITES = WEBSITES_KIND.resource
+
+WEBSITE_CRD: dict[str, Any] = WEBSITES_KIND.crd()
+"""The CustomResourceDefinition to install (made from :data:`WEBSITES_KIND`)."""
 
 PORT = 8080
 
@@ -44,7 +54,8 @@ class WebsiteReconciler(Reconciler):
     """Makes the Deployment and the Service named like the Website match its spec."""
 
     # What it sends beyond the cache's reads (python -m reconcilekit manifests): create_or_patch
-    # reads each child from the API server, then creates it or patches what differs.
+    # reads each child through the cache, or with a GET before the cache has seen its last
+    # write, then creates it or patches what differs.
     permissions = (
         Permission(DEPLOYMENTS, "get", "create", "patch"),
         Permission(SERVICES, "get", "create", "patch"),

@@ -20,7 +20,8 @@ from examples.cnclaim.resources import (
     labels,
     name_of,
 )
-from reconcilekit import Client, Request, Resource
+from reconcilekit import Client, Request
+from reconcilekit.kinds import EVENTS
 from reconcilekit.testing import Cluster
 
 from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
@@ -84,9 +85,6 @@ async def test_a_claim_prefers_the_pod_it_held_last_over_the_oldest(apiserver: C
     async with running_operator(apiserver, client):
         assert await eventually(lambda: bound_to(client, ns, "returning"),
                                 what="Bound") == name_of(held)
-
-
-EVENTS = Resource("", "v1", "Event", "events")
 
 
 @pytest.mark.parametrize(("selector", "message"), [

@@ -53,8 +53,9 @@ from examples.cnclaim.resources import (
     PodPhase,
     name_of,
 )
-from reconcilekit import Client, Resource
+from reconcilekit import Client
 from reconcilekit.__main__ import generate_manifests
+from reconcilekit.kinds import EVENTS, LEASES, SELF_SUBJECT_ACCESS_REVIEWS
 from reconcilekit.metrics import RequestRecord
 from reconcilekit.testing import Cluster, NodeSimulator
 
@@ -63,10 +64,6 @@ from cnclaim_env import cnclaim_client, eventually
 COMMAND = ("python -m reconcilekit manifests examples.cnclaim.operator:deployed_operator "
            "--out examples/cnclaim/manifests")
 TARGET = "examples.cnclaim.operator:deployed_operator"
-ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
-                          "selfsubjectaccessreviews", namespaced=False)
-EVENTS = Resource("", "v1", "Event", "events")
-LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
 ACCOUNT = "cnclaim-operator"
 BUDGET = 60.0  # seconds of (b) on the kube pass
 Grant = tuple[str, str, str]  # (verb, group, resource[/subresource])
@@ -74,7 +71,7 @@ Grant = tuple[str, str, str]  # (verb, group, resource[/subresource])
 
 def test_the_committed_manifests_are_what_the_generator_writes() -> None:
     files = generate_manifests(TARGET, command=COMMAND)
-    assert sorted(files) == ["rbac.yaml", "webhook.yaml"]
+    assert sorted(files) == ["crds.yaml", "rbac.yaml", "webhook.yaml"]
     stale = [name for name, text in files.items() if (MANIFESTS / name).read_text() != text]
     assert not stale, (f"examples/cnclaim/manifests/{', '.join(stale)} differ from what the "
                        f"operator's code generates; generate them again with:\n  {COMMAND}")
@@ -204,7 +201,7 @@ class Roles:
                       "resource": plural, "subresource": sub}
         if plural == "leases" and verb in ("get", "update"):
             attributes["name"] = "cnclaim-operator"
-        review = await self.probe.create(ACCESS_REVIEWS, {
+        review = await self.probe.create(SELF_SUBJECT_ACCESS_REVIEWS, {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
             "spec": {"resourceAttributes": attributes}})
         return bool(review["status"].get("allowed"))

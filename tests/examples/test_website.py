@@ -7,10 +7,11 @@ from typing import Any
 import anyio
 import yaml
 
-from examples.website import DEPLOYMENTS, SERVICES, WEBSITE_CRD, WEBSITES, build
+from examples.website import WEBSITE_CRD, WEBSITES, build
 from reconcilekit import Client, NotFound, Resource
 from reconcilekit.__main__ import generate_manifests
 from reconcilekit.conditions import is_status_condition_true
+from reconcilekit.kinds import DEPLOYMENTS, SERVICES
 from reconcilekit.testing import Cluster, eventually
 
 # kube-controller-manager's garbage collector acts a moment later (once its discovery
@@ -79,7 +80,8 @@ def test_the_generated_rbac_grants_the_cache_its_reads_and_the_reconciler_its_wr
     child, then creates or patches it); nothing owns() would not need."""
     files = generate_manifests("examples.website.operator:build", command="test",
                                namespace="website-system")
-    assert sorted(files) == ["rbac.yaml"]  # no webhook, no CRD defined in Python (yet)
+    assert sorted(files) == ["crds.yaml", "rbac.yaml"]  # no webhook
+    assert [d for d in yaml.safe_load_all(files["crds.yaml"]) if d] == [WEBSITE_CRD]
     docs = [d for d in yaml.safe_load_all(files["rbac.yaml"]) if d]
     [role] = [d for d in docs if d["kind"] == "ClusterRole"]
     grants = {(group, resource): rule["verbs"] for rule in role["rules"]

@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 from typing import Final
 
-from reconcilekit import AlreadyExists, Client, Resource
+from reconcilekit import AlreadyExists, Client
+from reconcilekit.kinds import NAMESPACES
 from reconcilekit.testing import APIServer, NodeSimulator
 from reconcilekit.webhook import WebhookServer
 
@@ -25,8 +26,6 @@ from .scenario import Progress
 __all__ = ["SIMULATED_NODES", "run_local"]
 
 SIMULATED_NODES: Final = 3
-NAMESPACES: Final = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
-
 
 async def run_local(*, namespace: str, workers: int, leader_election: bool,
                     http_addr: str | None, step_timeout: float,

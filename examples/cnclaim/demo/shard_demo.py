@@ -24,7 +24,8 @@ from typing import Final
 
 import anyio
 
-from reconcilekit import AlreadyExists, Client, NotFound, Resource
+from reconcilekit import AlreadyExists, Client, NotFound
+from reconcilekit.kinds import LEASES, NAMESPACES
 from reconcilekit.sharding import fnv1a64
 from reconcilekit.sharding import shard_of as shard_of_key
 
@@ -40,8 +41,8 @@ REPLICAS: Final = ("replica-0", "replica-1", "replica-2")
 # names whose FNV-1a hashes fall in different shards (names that differ only at
 # the end would share a few: see docs/sharding.md)
 NAMESPACE_NAMES: Final = ("apples", "birch", "cedar", "dunes", "ember", "grove")
-NAMESPACES: Final = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
-LEASES: Final = Resource("coordination.k8s.io", "v1", "Lease", "leases")
+
+
 ROOT: Final = Path(__file__).resolve().parents[3]  # the repository root
 
 

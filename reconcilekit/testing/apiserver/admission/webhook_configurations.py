@@ -45,8 +45,9 @@ from ..webhook_client.client_config_validation import client_config_errors, revi
 from ..webhook_client.https_client import ClientConfig
 from .match_conditions import MatchCondition, match_condition_errors, match_conditions
 
-__all__ = ["GROUP", "Rule", "Webhook", "check_ca_bundles", "configuration_errors",
-           "default_configuration", "default_webhooks", "is_webhook_configuration", "webhooks"]
+__all__ = ["GROUP", "RuleWithOperations", "Webhook", "check_ca_bundles",
+           "configuration_errors", "default_configuration", "default_webhooks",
+           "is_webhook_configuration", "webhooks"]
 
 GROUP = "admissionregistration.k8s.io"
 MUTATING = "mutatingwebhookconfigurations"
@@ -311,8 +312,8 @@ def _selector_errors(selector: Obj, path: str) -> list[Cause]:
 
 
 @dataclass(frozen=True, slots=True)
-class Rule:
-    """A ``RuleWithOperations``."""
+class RuleWithOperations:
+    """A ``RuleWithOperations`` of a webhook (admissionregistration's name for it)."""
 
     operations: tuple[str, ...]
     groups: tuple[str, ...]
@@ -347,7 +348,7 @@ class Webhook:
     name: str
     mutating: bool
     client: ClientConfig
-    rules: tuple[Rule, ...]
+    rules: tuple[RuleWithOperations, ...]
     failure_policy: str
     match_policy: str
     namespace_selector: LabelSelector
@@ -375,9 +376,11 @@ def webhooks(configuration: Mapping[str, Any], *, mutating: bool) -> list[Webhoo
         out.append(Webhook(
             configuration["metadata"]["name"], hook["name"], mutating,
             ClientConfig.parse(hook.get("clientConfig") or {}),
-            tuple(Rule(tuple(r.get("operations") or ()), tuple(r.get("apiGroups") or ()),
-                       tuple(r.get("apiVersions") or ()), tuple(r.get("resources") or ()),
-                       r.get("scope") or "*") for r in hook.get("rules") or ()),
+            tuple(RuleWithOperations(tuple(r.get("operations") or ()),
+                                     tuple(r.get("apiGroups") or ()),
+                                     tuple(r.get("apiVersions") or ()),
+                                     tuple(r.get("resources") or ()),
+                                     r.get("scope") or "*") for r in hook.get("rules") or ()),
             hook.get("failurePolicy") or "Fail", hook.get("matchPolicy") or "Equivalent",
             namespaces, objects, hook.get("sideEffects"), int(hook.get("timeoutSeconds") or 10),
             tuple(hook.get("admissionReviewVersions") or ()),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..apiextensions.crd import crd_types
+from ..apiextensions.definitions import crd_types
 from ..machinery.resources import Registry, ResourceType
 from ..machinery.unstructured import timestamp
 from ..registry.generic_store import Storage

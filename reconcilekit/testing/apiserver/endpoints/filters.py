@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ...._selector_syntax import go_quote
 from ..machinery.request_info import KUBE_GROUPS, ResourceRequest, parse_resource_path, verb_for
 from ..machinery.request_user import ADMIN, RequestUser
 from ..machinery.resources import Registry
@@ -36,7 +37,7 @@ from .openapi import V2_PROTOBUF, v2_document, v3_document, v3_root
 __all__ = ["VERSION_INFO", "Filter", "Next", "Scope", "ServerContext", "ServerSettings",
            "answer_errors", "authenticate", "compress", "inject_faults", "json_response",
            "resolve_resource", "serve_discovery", "serve_open_paths", "serve_openapi_v2",
-           "serve_self_subject_review", "status_response"]
+           "serve_self_subject_review", "status_response", "warn_deprecated"]
 
 log = logging.getLogger("reconcilekit.testing.apiserver")
 
@@ -247,6 +248,26 @@ async def resolve_resource(ctx: ServerContext, request: web.Request, scope: Scop
         raise StatusError.forbidden("system:anonymous", scope.verb, req.counter_resource,
                                     r.group, req.namespace, req.name)
     return await next_(request, scope)
+
+
+async def warn_deprecated(ctx: ServerContext, request: web.Request, scope: Scope,
+                          next_: Next) -> web.StreamResponse:
+    """A deprecated custom resource version's warning, first, on every answer about it
+    (errors included), as apiextensions-apiserver's handler adds it. A watch's stream,
+    sent before the warning is known here, goes without."""
+    assert scope.resource is not None
+    warning = scope.resource.rtype.deprecation_warning
+    if warning is None:
+        return await next_(request, scope)
+    try:
+        response = await next_(request, scope)
+    except StatusError as err:
+        response = status_response(err)
+    if not response.prepared:
+        others = response.headers.popall("Warning", [])
+        for text in (f"299 - {go_quote(warning)}", *others):
+            response.headers.add("Warning", text)
+    return response
 
 
 async def inject_faults(ctx: ServerContext, request: web.Request, scope: Scope,

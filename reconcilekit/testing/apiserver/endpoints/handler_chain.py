@@ -53,6 +53,7 @@ from .filters import (
     serve_open_paths,
     serve_openapi_v2,
     serve_self_subject_review,
+    warn_deprecated,
 )
 from .handlers.create import create
 from .handlers.delete import delete, delete_collection
@@ -80,6 +81,7 @@ FILTERS: tuple[Filter, ...] = (
     serve_self_subject_review,
     serve_discovery,  # discovery and OpenAPI v3; refuses other non-resource paths
     resolve_resource,  # the resource and verb (counted); refuses anonymous users
+    warn_deprecated,  # a deprecated custom resource version's warning
     inject_faults,  # the latency and failures a test asked for
 )
 

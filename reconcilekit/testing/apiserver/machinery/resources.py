@@ -56,7 +56,11 @@ class ResourceType:
     ``unconditional_update``: a PUT without ``metadata.resourceVersion`` is
     allowed (ConfigMaps), instead of refused with 422 (Leases, custom resources).
     ``scale_subresource``: ``/scale`` reads and writes ``spec.replicas`` as an
-    ``autoscaling/v1`` Scale.
+    ``autoscaling/v1`` Scale; ``scale_paths``: a custom resource's
+    ``specReplicasPath``, ``statusReplicasPath`` and ``labelSelectorPath`` (None:
+    a built-in kind's own fields).
+    ``deprecation_warning``: the warning every request to a deprecated custom
+    resource version is answered with.
     ``builtin``: accepts strategic-merge patches; list items carry no
     ``kind``/``apiVersion``.
     ``schema``: a custom resource's structural schema (pruning, defaults,
@@ -80,6 +84,8 @@ class ResourceType:
     crd_name: str | None = None
     schema: ObjectSchema | None = field(default=None, compare=False)
     printer_columns: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
+    scale_paths: tuple[str, str, str | None] | None = None
+    deprecation_warning: str | None = None
     discovery: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
 
     @property

@@ -5,7 +5,7 @@ Messages follow k8s.io/apimachinery/pkg/util/validation (``RegexError``,
 ``ValidateObjectMeta`` (names, labels, annotations, owner references,
 finalizers), so an Invalid error names the field and the rule the way a real
 cluster would. Per-kind rules are in :mod:`..registry.strategies`, CRD specs in
-:mod:`..apiextensions.crd`.
+:mod:`..apiextensions.definitions`.
 """
 
 from __future__ import annotations

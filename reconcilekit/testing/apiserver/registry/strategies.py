@@ -17,7 +17,7 @@ and for Pods CheckGracefulDelete. This module is those steps:
 * :func:`graceful_period`: a Pod bound to a node is deleted gracefully.
 
 ValidatingWebhookConfigurations and MutatingWebhookConfigurations are validated
-by :mod:`..admission.webhook_configurations`, CRDs by :mod:`..apiextensions.crd`, both
+by :mod:`..admission.webhook_configurations`, CRDs by :mod:`..apiextensions.definitions`, both
 called by the write path beside this module's :func:`validate`.
 
 The workload kinds' and Services' steps are :mod:`.workload_strategies`'.

@@ -11,6 +11,12 @@ patches of the Scale) change only the object's ``spec.replicas`` (which bumps
 its generation); a Scale's resourceVersion, when given, must be current (409);
 a negative count is a 422 on ``Scale.autoscaling``; a missing object is a 404
 naming ``<plural>/scale`` (the plural alone for StatefulSets).
+
+A custom resource's Scale reads and writes the paths of its CRD's ``scale``
+subresource (``specReplicasPath``, ``statusReplicasPath``, and
+``labelSelectorPath`` for ``status.selector``, left out when absent); a
+missing spec replicas field is a 500 as kube-apiserver answers it (a PUT of
+the Scale writes it), and a missing object the custom resource's own 404.
 """
 
 from __future__ import annotations
@@ -55,15 +61,45 @@ def _format_selector(selector: Any) -> str:
     return ",".join(text for _, text in sorted(parts))
 
 
-def scale_of(obj: Obj) -> Obj:
-    """The Scale view of a stored object."""
+def _at(obj: Obj, path: str) -> tuple[Any, bool]:
+    """The value at a ``.a.b`` path of ``obj``, and whether it is there."""
+    value: Any = obj
+    for part in path.lstrip(".").split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None, False
+        value = value[part]
+    return value, True
+
+
+def _set_at(obj: Obj, path: str, value: Any) -> None:
+    *parents, last = path.lstrip(".").split(".")
+    for part in parents:
+        if not isinstance(obj.get(part), dict):
+            obj[part] = {}
+        obj = obj[part]
+    obj[last] = value
+
+
+def scale_of(obj: Obj, paths: tuple[str, str, str | None] | None = None) -> Obj:
+    """The Scale view of a stored object (``paths``: a custom resource's)."""
     meta = obj["metadata"]
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if paths is None:
+        replicas, current = spec.get("replicas"), status.get("replicas", 0)
+        selector: str | None = _format_selector(spec.get("selector"))
+    else:
+        replicas, found = _at(obj, paths[0])
+        if not found:
+            raise StatusError.internal(f'the spec replicas field "{paths[0]}" does not exist')
+        current = _at(obj, paths[1])[0] or 0
+        selector = _at(obj, paths[2])[0] if paths[2] else None
+    scale_status: Obj = {"replicas": current}
+    if selector is not None:
+        scale_status["selector"] = selector
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {k: meta[k] for k in _META if k in meta},
-            "spec": {"replicas": spec["replicas"]} if spec.get("replicas") else {},
-            "status": {"replicas": status.get("replicas", 0),
-                       "selector": _format_selector(spec.get("selector"))}}
+            "spec": {"replicas": replicas} if replicas else {},
+            "status": scale_status}
 
 
 def _stored(path: WritePath, req: ResourceRequest) -> Obj:
@@ -74,14 +110,14 @@ def _stored(path: WritePath, req: ResourceRequest) -> Obj:
     except StatusError as err:
         if err.code != 404:
             raise
-        if r.plural == "statefulsets":  # its scale REST names the resource itself
+        if r.plural == "statefulsets" or not req.rtype.builtin:  # these name the resource
             raise
         raise StatusError.not_found(f"{r.plural}/scale{'.' + r.group if r.group else ''}",
                                     req.name, r.group) from None
 
 
 def get_scale(path: WritePath, req: ResourceRequest) -> Obj:
-    return scale_of(_stored(path, req))
+    return scale_of(_stored(path, req), req.rtype.scale_paths)
 
 
 async def update_scale(path: WritePath, req: ResourceRequest, body: Obj, manager: str,
@@ -116,11 +152,12 @@ async def update_scale(path: WritePath, req: ResourceRequest, body: Obj, manager
             raise StatusError.stale(f"{r.plural}.{r.group}" if r.group else r.plural,
                                     req.name or "", r.group)
         new = copy.deepcopy(old)
-        new.setdefault("spec", {})["replicas"] = replicas
+        _set_at(new, req.rtype.scale_paths[0] if req.rtype.scale_paths else ".spec.replicas",
+                replicas)
         return new, None
 
     stored = await path.guaranteed_update(req, change, manager, options, user, check_rv=False)
-    return scale_of(stored)
+    return scale_of(stored, req.rtype.scale_paths)
 
 
 async def patch_scale(path: WritePath, req: ResourceRequest, content_type: str, raw: bytes,

@@ -26,7 +26,7 @@ from ...admission.webhook_configurations import (
     default_webhooks,
     is_webhook_configuration,
 )
-from ...apiextensions.crd import validate_crd
+from ...apiextensions.definitions import validate_crd
 from ...apiextensions.version_conversion import Converter
 from ...controllers.builtin_controllers import Lifecycle
 from ...machinery.decoding import decode, normalize_microtimes
@@ -164,8 +164,9 @@ class WritePath:
                                       causes, shown.resource.group)
 
     def checker(self, req: ResourceRequest) -> Callable[[Obj, Obj], None] | None:
-        """The validation of an update: the kind's for the main resource, the
-        schema's for a custom resource's ``status`` (none for other subresources)."""
+        """The validation of an update: the kind's for the main resource (and for a
+        custom resource's ``scale``, which writes its spec), the schema's for a custom
+        resource's ``status`` (none for other subresources)."""
         schema = req.rtype.schema
         if req.subresource == "finalize":
             return lambda old, new: self._check_finalize(req, new)
@@ -176,7 +177,7 @@ class WritePath:
                     raise StatusError.invalid(req.rtype.qualified_kind(), new["metadata"]["name"],
                                               causes, req.rtype.resource.group)
             return check_status
-        if req.subresource:
+        if req.subresource and not (req.subresource == "scale" and schema is not None):
             return None
         return lambda old, new: self.validate(req, new, old)
 

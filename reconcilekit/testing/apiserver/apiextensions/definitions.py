@@ -6,6 +6,7 @@ Messages follow apiextensions-apiserver's CRD validation
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -138,12 +139,18 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
             continue
         selectable = {f["jsonPath"].lstrip(".") for f in v.get("selectableFields") or []
                       if isinstance(f, Mapping) and isinstance(f.get("jsonPath"), str)}
+        subresources = v.get("subresources") or {}
+        scale = subresources.get("scale")
         out.append(ResourceType(
             Resource(spec["group"], v["name"], names["kind"], names["plural"],
                      spec["scope"] == "Namespaced"),
             names.get("singular") or names["kind"].lower(),
             short_names=tuple(names.get("shortNames") or ()),
-            status_subresource="status" in (v.get("subresources") or {}),
+            status_subresource="status" in subresources,
+            scale_subresource=isinstance(scale, Mapping),
+            scale_paths=(scale["specReplicasPath"], scale["statusReplicasPath"],
+                         scale.get("labelSelectorPath")) if isinstance(scale, Mapping) else None,
+            deprecation_warning=_deprecation_warning(spec, v),
             generation=True,
             unconditional_update=False,
             builtin=False,
@@ -155,3 +162,33 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
                                   if isinstance(c, dict)),
         ))
     return out
+
+
+_VERSION = re.compile(r"^v([1-9][0-9]*)(?:(alpha|beta)([1-9][0-9]*))?$")
+
+
+def _version_priority(name: str) -> tuple[int, ...]:
+    """apimachinery's kube-aware order (higher is newer): GA over beta over alpha by
+    major then minor, then versions of other forms (lowest)."""
+    m = _VERSION.match(name)
+    if m is None:
+        return (0,)
+    stage = {None: 3, "beta": 2, "alpha": 1}[m[2]]
+    return (1, stage, int(m[1]), int(m[3] or 0))
+
+
+def _deprecation_warning(spec: Mapping[str, Any], version: Mapping[str, Any]) -> str | None:
+    """A deprecated version's warning: its own, or apiextensions-apiserver's default
+    (``g/v Kind is deprecated; use g/v2 Kind``, v2 the newest served, not deprecated
+    version newer than it)."""
+    if not version.get("deprecated"):
+        return None
+    if isinstance(version.get("deprecationWarning"), str):
+        return str(version["deprecationWarning"])
+    group, kind, name = spec["group"], spec["names"]["kind"], version["name"]
+    message = f"{group}/{name} {kind} is deprecated"
+    newer = [v["name"] for v in spec["versions"] if v.get("served") and not v.get("deprecated")
+             and _version_priority(v["name"]) > _version_priority(name)]
+    if newer:
+        message += f"; use {group}/{max(newer, key=_version_priority)} {kind}"
+    return message
