@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "performance.md"
-BENCHMARKS = ("apiserver", "control_plane", "workqueue", "store", "informer", "e2e")
+BENCHMARKS = ("apiserver", "control_plane", "workqueue", "store", "informer", "kinds", "e2e")
 QUICK_CAPABLE = {"e2e"}
 ON_REQUEST = ("install",)  # only with --only: it downloads packages for minutes
 

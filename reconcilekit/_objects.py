@@ -7,7 +7,7 @@ here deserializes into models.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, TypeVar
 
 __all__ = ["Obj", "ObjectKey", "Resource", "TypedResource", "object_key"]
@@ -35,6 +35,14 @@ class Resource:
     kind: str
     plural: str
     namespaced: bool = True
+    _key: tuple[str, str, str, str, bool] = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Computed once: resources key the cache's informers and every work item's lookups.
+        key = (self.group, self.version, self.kind, self.plural, self.namespaced)
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_hash", hash(key))
 
     @property
     def api_version(self) -> str:
@@ -57,16 +65,15 @@ class Resource:
     def __str__(self) -> str:
         return f"{self.group_resource}/{self.version}"
 
-    def _identity(self) -> tuple[str, str, str, str, bool]:
-        return self.group, self.version, self.kind, self.plural, self.namespaced
-
     def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
         if not isinstance(other, Resource):
             return NotImplemented
-        return self._identity() == other._identity()
+        return self._key == other._key
 
     def __hash__(self) -> int:
-        return hash(self._identity())
+        return self._hash
 
 
 T = TypeVar("T")
