@@ -4,8 +4,11 @@ Both the namespace release (every namespaced kind a test may have left in its
 namespace) and the session's leftover check (every cluster-scoped kind a test
 may have created) need the list of resources a cluster serves, custom
 resources and aggregated APIs included, as kube-controller-manager's
-namespace controller reads it: ``/api/v1`` and the preferred version of each
-group of ``/apis``.
+namespace controller reads it (client-go's ``ServerPreferredResources``):
+``/api/v1``, and each group of ``/apis`` in its preferred version, with the
+resources that only another version of the group serves (a CRD whose only
+version is not the group's preferred one: another CRD of the group has a
+higher one) from the first version that serves them.
 
 Guarantees: subresources (``pods/status``) are left out; a group version
 whose discovery fails (an aggregated API whose backend is down) is named in
@@ -51,7 +54,8 @@ class Served:
 
 
 async def served_resources(cluster: Requests) -> Served:
-    """Every resource the cluster serves in ``v1`` and each group's preferred version."""
+    """Every resource the cluster serves, each once: in ``v1``, or its group's preferred
+    version, or else the first of the group's versions that serves it."""
     served = Served()
     versions = ["v1"]
     groups = await cluster.request("GET", "/apis")
@@ -59,17 +63,20 @@ async def served_resources(cluster: Requests) -> Served:
         served.failed["/apis"] = f"{groups.status} {groups.body}"
     else:
         for group in (groups.body or {}).get("groups") or ():
-            preferred = group.get("preferredVersion") or (group.get("versions") or [{}])[0]
-            if preferred.get("groupVersion"):
-                versions.append(preferred["groupVersion"])
+            preferred = (group.get("preferredVersion") or {}).get("groupVersion")
+            others = [v.get("groupVersion") for v in group.get("versions") or ()]
+            versions += [gv for gv in (preferred, *others) if gv and gv not in versions]
+    seen: set[tuple[str, str]] = set()  # (group, resource): its first version wins
     for gv in versions:
         got = await cluster.request("GET", "/api/v1" if gv == "v1" else f"/apis/{gv}")
         if got.status != 200:
             served.failed[gv] = f"{got.status} {got.body}"
             continue
         for r in (got.body or {}).get("resources") or ():
-            if "/" in r.get("name", "/"):
+            key = (gv.rpartition("/")[0], r.get("name", "/"))
+            if "/" in key[1] or key in seen:
                 continue
+            seen.add(key)
             served.resources.append(ServedResource(
                 gv, r["name"], r.get("kind", ""), bool(r.get("namespaced")),
                 frozenset(r.get("verbs") or ())))

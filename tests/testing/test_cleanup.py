@@ -58,6 +58,27 @@ async def test_a_namespace_held_by_what_a_stopped_operator_left_is_released_and_
     assert (await apiserver.request("GET", CRD_PATH)).status == 404
 
 
+async def test_a_kind_only_another_version_of_its_group_serves_is_released_too(
+        apiserver: Cluster) -> None:
+    """Another CRD of the group served at v2 makes v2 the group's preferred version; a
+    Holder, served at v1 alone, is still found (as kube-controller-manager finds it, in
+    the first version that serves it) and released."""
+    newer = crd("Newer", ANYTHING)
+    newer["spec"]["versions"][0]["name"] = "v2"
+    await apiserver.install_crd(newer)
+    group = (await apiserver.request("GET", "/apis/test.reconcilekit.dev")).body
+    assert group["preferredVersion"]["version"] == "v2"
+    async with open_cluster(configuration=apiserver.configuration, timing=QUICK,
+                            test="held-in-another-version") as inner:
+        ns = inner.namespace
+        await inner.install_crd(HOLDER_CRD)
+        made = await inner.request("POST", HOLDERS.format(ns), json={
+            "apiVersion": "test.reconcilekit.dev/v1", "kind": "Holder",
+            "metadata": {"name": "claim", "finalizers": [OPERATOR_GONE]}})
+        assert made.status == 201, made
+    assert (await apiserver.request("GET", f"/api/v1/namespaces/{ns}")).status == 404
+
+
 def test_leftovers_name_each_object_and_the_tests_running_when_it_was_made() -> None:
     crds = "customresourcedefinitions.apiextensions.k8s.io|CustomResourceDefinition"
     before = Snapshot({(crds, "kept.example.com"): "2026-01-01T00:00:00Z"})
