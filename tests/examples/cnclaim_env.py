@@ -12,9 +12,11 @@ import asyncio
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import yaml
 
 from examples.cnclaim import OperatorOptions, build_operator, install_crds
 from examples.cnclaim.resources import (
@@ -196,3 +198,20 @@ async def until_admission_refuses(cluster: Cluster, name: str, pool: str, **spec
             if (await cluster.request("POST", path, json=body)).status >= 400:
                 return
             await anyio.sleep(0.1)
+
+
+async def service_account_kubeconfig(cluster: Cluster, namespace: str, account: str,
+                                     path: Path) -> Path:
+    """A kubeconfig at ``path`` for the ServiceAccount ``namespace/account`` (a TokenRequest),
+    as its Pod would have it: the cluster's server and CA, the account's token."""
+    answer = await cluster.request(
+        "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+        json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+              "spec": {"expirationSeconds": 3600}})
+    assert answer.status == 201, answer
+    assert cluster.kubeconfig_path is not None
+    config = yaml.safe_load(await anyio.Path(cluster.kubeconfig_path).read_text())
+    for user in config["users"]:
+        user["user"] = {"token": answer.body["status"]["token"]}
+    await anyio.Path(path).write_text(yaml.safe_dump(config))
+    return path

@@ -38,7 +38,15 @@ from reconcilekit.testing import Cluster, NodeSimulator
 from reconcilekit.testing._control_plane import assets_from_env
 from reconcilekit.webhook import ServiceReference, WebhookServer
 
-from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
+from cnclaim_env import (
+    bound_to,
+    cnclaim_client,
+    eventually,
+    idle_pod,
+    new_claim,
+    running_operator,
+    service_account_kubeconfig,
+)
 
 
 @pytest.fixture
@@ -202,18 +210,9 @@ async def _apply_manifests(apiserver: Cluster, client: Client, *names: str) -> N
 
 
 async def _service_account_kubeconfig(apiserver: Cluster, path: Path) -> Path:
-    """A kubeconfig for the operator's own ServiceAccount (a TokenRequest), as in its Pod."""
-    answer = await apiserver.request(
-        "POST", "/api/v1/namespaces/cnclaim-system/serviceaccounts/cnclaim-operator/token",
-        json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-              "spec": {"expirationSeconds": 3600}})
-    assert answer.status == 201, answer
-    assert apiserver.kubeconfig_path is not None
-    config = yaml.safe_load(await anyio.Path(apiserver.kubeconfig_path).read_text())
-    for user in config["users"]:
-        user["user"] = {"token": answer.body["status"]["token"]}
-    await anyio.Path(path).write_text(yaml.safe_dump(config))
-    return path
+    """A kubeconfig for the operator's own ServiceAccount, as in its Pod."""
+    return await service_account_kubeconfig(apiserver, "cnclaim-system", "cnclaim-operator",
+                                            path)
 
 
 async def test_the_operator_runs_under_its_manifests_rbac_on_kube_apiserver(

@@ -59,7 +59,7 @@ from reconcilekit.kinds import EVENTS, LEASES, SELF_SUBJECT_ACCESS_REVIEWS
 from reconcilekit.metrics import RequestRecord
 from reconcilekit.testing import Cluster, NodeSimulator
 
-from cnclaim_env import cnclaim_client, eventually
+from cnclaim_env import cnclaim_client, eventually, service_account_kubeconfig
 
 COMMAND = ("python -m reconcilekit manifests examples.cnclaim.operator:deployed_operator "
            "--out examples/cnclaim/manifests")
@@ -134,17 +134,8 @@ class Recording:
 
 
 async def _account_client(apiserver: Cluster, tmp_path: Path) -> Client:
-    answer = await apiserver.request(
-        "POST", f"/api/v1/namespaces/{apiserver.namespace}/serviceaccounts/{ACCOUNT}/token",
-        json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-              "spec": {"expirationSeconds": 3600}})
-    assert answer.status == 201, answer
-    assert apiserver.kubeconfig_path is not None
-    config = yaml.safe_load(await anyio.Path(apiserver.kubeconfig_path).read_text())
-    for user in config["users"]:
-        user["user"] = {"token": answer.body["status"]["token"]}
-    path = tmp_path / "operator.kubeconfig"
-    await anyio.Path(path).write_text(yaml.safe_dump(config))
+    path = await service_account_kubeconfig(apiserver, apiserver.namespace, ACCOUNT,
+                                            tmp_path / "operator.kubeconfig")
     return await Client.from_kubeconfig(path)
 
 
