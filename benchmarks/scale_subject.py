@@ -119,6 +119,7 @@ async def run(kubeconfig: str, mode: str, profile: str | None) -> None:
             peak, rss = memory()
             emit(event="synced", sync_seconds=0.0, objects=0, peak_rss=peak, settled_rss=rss,
                  gc_rss=after_gc)
+            await anyio.to_thread.run_sync(sys.stdin.read)  # live until told: CPU is read
             return
         metadata = mode == "metadata"
         if metadata:
