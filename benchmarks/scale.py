@@ -26,7 +26,8 @@ out); peak RSS (VmHWM) at sync; RSS after a garbage collection
 (``gc.collect()``; Go: ``runtime.GC``); settled RSS, once freed memory is also
 returned to the OS (``malloc_trim(0)``; Go: ``debug.FreeOSMemory``); bytes per
 cached Pod (settled RSS minus that of a baseline process of the same subject,
-with the same imports and client and no informer, divided by N); and a burst: a
+with the same imports and client and no informer, divided by N; for reconcilekit
+also the part of it that is the store's compact JSON); and a burst: a
 label patched on min(10,000, N) Pods by this process (another client, as many in
 flight as when writing the Pods), timed from the first patch until the subject's
 informer has delivered every one of them to an update handler, and the lag after
@@ -225,6 +226,7 @@ ROWS = (("time to synced", "sync_seconds", lambda v: f"{v:.2f} s"),
         ("settled RSS (memory returned to the OS)", "settled_rss", _mib),
         ("baseline RSS (no informer)", "baseline_rss", _mib),
         ("bytes per cached Pod", "bytes_per_pod", lambda v: f"{v:,.0f} B"),
+        ("of which the store's JSON", "store_per_pod", lambda v: f"{v:,.0f} B"),
         ("burst: all updates seen", "burst_seconds", lambda v: f"{v:.2f} s"),
         ("burst: lag after the last patch", "burst_lag", lambda v: f"{v:.2f} s"))
 
@@ -285,6 +287,8 @@ async def run(args: argparse.Namespace, go_argv: list[str] | None, go_note: str 
                         got["baseline_rss"] = baseline[who]["settled_rss"]
                         got["sync_cpu"] = got["cpu_seconds"] - baseline[who]["cpu_seconds"]
                         got["bytes_per_pod"] = (got["settled_rss"] - got["baseline_rss"]) / n
+                        if "store_bytes" in got:
+                            got["store_per_pod"] = got["store_bytes"] / n
                         results[who, mode] = got
                         _progress(f"    {json.dumps(got)}")
                 rows.extend(table_rows(n, burst, results, go_note))

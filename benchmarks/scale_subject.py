@@ -15,7 +15,8 @@ protocol on stdin and stdout:
 Once synced it prints one JSON line: ``{"event": "synced", "sync_seconds", "objects",
 "peak_rss", "settled_rss", "gc_rss"}`` (bytes: peak is VmHWM; settled is VmRSS after
 ``gc.collect()`` and ``malloc_trim(0)``, as the Go side frees with
-``debug.FreeOSMemory``; ``gc_rss`` is VmRSS after the collection alone). With
+``debug.FreeOSMemory``; ``gc_rss`` is VmRSS after the collection alone; and
+``store_bytes``, the compact JSON the store holds). With
 ``PYTHONTRACEMALLOC=1`` in its environment it adds ``python_heap`` (what tracemalloc
 traces) and prints the top allocation sites on stderr.
 
@@ -144,7 +145,7 @@ async def run(kubeconfig: str, mode: str, profile: str | None) -> None:
         after_gc = settle()
         _, rss = memory()
         emit(event="synced", sync_seconds=synced, objects=len(informer.store), peak_rss=peak,
-             settled_rss=rss, gc_rss=after_gc, **_traced())
+             settled_rss=rss, gc_rss=after_gc, store_bytes=informer.store.nbytes, **_traced())
         try:
             while line := await anyio.to_thread.run_sync(sys.stdin.readline):
                 command, want, need = line.split()
