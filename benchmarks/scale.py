@@ -245,7 +245,7 @@ def table_rows(n: int, burst: int, results: dict[tuple[str, str], dict[str, Any]
             ours = results.get(("reconcilekit", mode), {}).get(key)
             theirs = results.get(("client-go", mode), {}).get(key)
             a = fmt(ours) if ours is not None else "-"
-            b = fmt(theirs) if theirs is not None else (go_note or "-")
+            b = fmt(theirs) if theirs is not None else ("not run" if go_note else "-")
             ratio = f"{ours / theirs:.2f}" if ours is not None and theirs else "-"
             out.append(f"| {n:,} ({burst:,}) | {label}: {name} | {a} | {b} | {ratio} |")
     return out
@@ -298,6 +298,8 @@ async def run(args: argparse.Namespace, go_argv: list[str] | None, go_note: str 
                                       args.in_flight)
                     profiles.append((n, _profile_lines(path)))
     print(f"Machine: {machine()}; {versions}\n")
+    if go_note:  # once, not in every cell
+        rows.append(f"| - | client-go | - | {go_note.removeprefix('not run: ')} | - |")
     print("\n".join((*HEADER, *rows)) + "\n")
     for n, lines in profiles:
         print(f"reconcilekit, {n:,} Pods, start to synced (full objects), cProfile, "
