@@ -8,8 +8,9 @@ runner streams their progress to stderr, prints one combined table, and with
 
 Options: ``--only NAME`` (repeatable) runs a subset; ``--quick`` passes
 ``--quick`` to benchmarks that support it (smaller sizes, for a smoke run).
-``install`` (packages downloaded into fresh venvs, a few minutes) runs only
-when named with ``--only``.
+``install`` (packages downloaded into fresh venvs, a few minutes) and ``scale``
+(100,000 Pods written to kube-apiserver, then informers of two libraries, the
+better part of an hour) run only when named with ``--only``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "performance.md"
 BENCHMARKS = ("apiserver", "control_plane", "workqueue", "store", "informer", "kinds", "e2e")
-QUICK_CAPABLE = {"e2e"}
-ON_REQUEST = ("install",)  # only with --only: it downloads packages for minutes
+QUICK_CAPABLE = {"e2e", "scale"}
+ON_REQUEST = ("install", "scale")  # only with --only: each takes minutes or more
 
 
 def _available() -> list[str]:

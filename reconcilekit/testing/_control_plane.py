@@ -168,7 +168,8 @@ class ControlPlane:
     ``assets``: the directory holding the binaries (default: from the
     environment, see :data:`ASSETS_ENV`). ``controller_manager``: None starts
     it when its binary is present. ``start_timeout``: seconds for the whole
-    start-up. ``apiserver_flags``: extra ``--flag=value`` arguments.
+    start-up. ``apiserver_flags`` and ``etcd_flags``: extra ``--flag=value`` arguments
+    (a larger ``--quota-backend-bytes`` for etcd, say, than its 2 GiB default).
     ``users``: names that get a bearer token each (:meth:`token_for`), as
     members of ``system:masters``. ``audit``: log every write request, and
     every request of ``users`` (:func:`._audit.audit_policy`), for :meth:`audit_log`.
@@ -176,8 +177,8 @@ class ControlPlane:
 
     def __init__(self, assets: str | Path | None = None, *,
                  controller_manager: bool | None = None, start_timeout: float = 60.0,
-                 apiserver_flags: tuple[str, ...] = (), users: tuple[str, ...] = (),
-                 audit: bool = False) -> None:
+                 apiserver_flags: tuple[str, ...] = (), etcd_flags: tuple[str, ...] = (),
+                 users: tuple[str, ...] = (), audit: bool = False) -> None:
         resolved = Path(assets) if assets is not None else assets_from_env()
         if resolved is None:
             raise ControlPlaneError(
@@ -195,6 +196,7 @@ class ControlPlane:
         self.controller_manager = controller_manager
         self.start_timeout = start_timeout
         self.apiserver_flags = apiserver_flags
+        self.etcd_flags = etcd_flags
         self.token = secrets.token_urlsafe(24)
         for user in users:
             if user == "admin" or not _USER_NAME.fullmatch(user):
@@ -302,7 +304,7 @@ class ControlPlane:
             f"--data-dir={self._dir / 'etcd'}", f"--listen-client-urls={self._etcd_url}",
             f"--advertise-client-urls={self._etcd_url}", f"--listen-peer-urls={peer_url}",
             f"--initial-advertise-peer-urls={peer_url}", f"--initial-cluster=default={peer_url}",
-            "--unsafe-no-fsync=true", "--log-level=warn"])
+            "--unsafe-no-fsync=true", "--log-level=warn", *self.etcd_flags])
 
     def _spawn_apiserver(self) -> _Component:
         d = self._dir

@@ -166,3 +166,14 @@ async def test_each_user_is_told_apart_in_the_audit_log_even_through_a_proxy(
         assert began <= events[0].received <= events[0].completed <= time.time()
         assert plane.kubeconfig(user="op-a", server=proxy.url)["clusters"][0]["cluster"][
             "server"] == proxy.url
+
+
+@needs_assets
+async def test_extra_flags_reach_etcd_and_kube_apiserver() -> None:
+    async with ControlPlane(ASSETS, controller_manager=False,
+                            etcd_flags=("--quota-backend-bytes=4294967296",),
+                            apiserver_flags=("--max-requests-inflight=500",)) as plane:
+        etcd, apiserver = [(await anyio.Path(f"/proc/{pid}/cmdline").read_bytes()).split(b"\0")
+                           for pid in plane.pids]
+        assert b"--quota-backend-bytes=4294967296" in etcd
+        assert b"--max-requests-inflight=500" in apiserver

