@@ -445,11 +445,13 @@ class Cache:
         """Whether :meth:`get` of ``resource`` in ``namespace`` answers from this cache now.
 
         True when the cache runs, holds a full (not metadata-only) informer of
-        ``resource`` and ``namespace`` is in its scope. Registers nothing.
+        ``resource`` that has synced (a read never waits on a list that may
+        never succeed, a Forbidden one say), and ``namespace`` is in its
+        scope. Registers nothing.
         """
         fixed = self._scopes.get(resource)
-        if (self._tg is None or fixed is None
-                or _InformerKey(resource, False) not in self._informers):
+        informer = self._informers.get(_InformerKey(resource, False))
+        if self._tg is None or fixed is None or informer is None or not informer.has_synced:
             return False
         return not resource.namespaced or _holds(fixed.scope, namespace or "")
 

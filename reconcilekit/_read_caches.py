@@ -7,7 +7,8 @@ kind, as controller-runtime's client does by default, and send a GET when
 none does.
 
 Guarantees: a cache is used only while it is running, holds a full (not a
-metadata-only) informer of the kind, covers the object's namespace, and has
+metadata-only) informer of the kind that has synced (never waiting on a list
+that may not succeed), covers the object's namespace, and has
 seen this client's last write to the object (so a read never predates our own
 write); the registry holds caches weakly, so a cache nobody uses any more is
 never read nor kept alive by it.

@@ -115,3 +115,23 @@ async def test_an_object_the_cache_cannot_see_is_updated_after_one_refused_creat
         sent.clear()
         outcome, _ = await create_or_patch(client, CONFIG_MAPS, "hidden", ns, color("green"))
         assert outcome is Outcome.UNCHANGED and sent == [("get", "configmaps")]
+
+
+@pytest.mark.in_process_only
+async def test_a_cache_that_cannot_sync_is_not_waited_for(
+        apiserver: Cluster, client: Client, sent: list[tuple[str, str]]) -> None:
+    """The cache's list of ConfigMaps is refused (403) for as long as the test runs: the
+    read is a GET, never a wait for a sync that does not come."""
+    ns = apiserver.namespace
+    await client.create(CONFIG_MAPS, {"metadata": {"name": "x"}, "data": {}}, ns)
+    apiserver.faults.fail_next(10_000, status=403, verb="list", resource="configmaps")
+    cache = Cache(client, namespace=ns)
+    cache.informer_for(CONFIG_MAPS)
+    async with anyio.create_task_group() as tg:
+        await tg.start(cache.run)
+        sent.clear()
+        with anyio.fail_after(30):
+            outcome, _ = await create_or_update(client, CONFIG_MAPS, "x", ns, color("blue"))
+        assert outcome is Outcome.UPDATED
+        assert ("get", "configmaps") in sent and not cache.caches(CONFIG_MAPS, ns)
+        tg.cancel_scope.cancel()
