@@ -52,6 +52,7 @@ class TCPProxy:
         self._server: asyncio.Server | None = None
         self._open: list[asyncio.Event] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()  # both ends of every connection
 
     async def __aenter__(self) -> TCPProxy:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -65,6 +66,12 @@ class TCPProxy:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        # A connection accepted while the proxy closes (its handler still dialling the
+        # upstream) belongs to no task cancelled above: close every socket still open, so
+        # none is left for the garbage collector (an "unclosed transport" warning).
+        for writer in self._writers:
+            writer.close()
+        self._writers.clear()
 
     def stall(self) -> None:
         """Black-hole every connection open now (they stay open, nothing crosses)."""
@@ -86,22 +93,24 @@ class TCPProxy:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
-        if not self._linked.is_set():  # a partition: the connection goes nowhere, yet
-            waiting = asyncio.current_task()
-            assert waiting is not None
-            self._tasks.add(waiting)
-            try:
-                await self._linked.wait()
-            except asyncio.CancelledError:
-                writer.close()
-                raise
-            finally:
-                self._tasks.discard(waiting)
+        self._writers.add(writer)
+        serving = asyncio.current_task()
+        assert serving is not None
+        self._tasks.add(serving)
         try:
+            if not self._linked.is_set():  # a partition: the connection goes nowhere, yet
+                await self._linked.wait()
             up_reader, up_writer = await asyncio.open_connection(self._host, self._port)
         except OSError:
             writer.close()  # the upstream refuses: so does the proxy
+            self._writers.discard(writer)
             return
+        except asyncio.CancelledError:
+            writer.close()
+            raise
+        finally:
+            self._tasks.discard(serving)
+        self._writers.add(up_writer)
         stalled = asyncio.Event()
         self._open.append(stalled)
         for task in (asyncio.ensure_future(self._pipe(reader, up_writer, stalled, False)),
@@ -146,5 +155,6 @@ class TCPProxy:
             pass
         finally:
             dst.close()  # first: a second cancellation may come while the reader ends
+            self._writers.discard(dst)
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
