@@ -26,6 +26,7 @@ from aiohttp import web
 
 from reconcilekit.testing import Cluster
 from reconcilekit.testing._tls import ServingCertificate
+from reconcilekit.webhook._tls_handshakes import abort_handshakes
 
 GROUP = "test.reconcilekit.dev"
 
@@ -222,6 +223,7 @@ class RecordingWebhook:
         self._responders: dict[str, Responder] = {}
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.AbstractServer | None = None
         self.port = 0
 
     @property
@@ -294,12 +296,18 @@ class RecordingWebhook:
         site = web.TCPSite(self._runner, "127.0.0.1", 0,
                            ssl_context=self.certificate.server_context())
         await site.start()
+        self._server = site._server
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
     async def stop(self) -> None:
         self._release.set()
         if self._runner is not None:
             await self._runner.cleanup()
+            # kube-apiserver may dial the webhook as it stops (its configurations are still
+            # registered): close what is mid-handshake, as reconcilekit's WebhookServer does,
+            # rather than leave it to the garbage collector (an "unclosed transport").
+            if abort_handshakes(self._server):
+                await asyncio.sleep(0)  # the cancelled handshakes close
 
 
 @pytest.fixture
