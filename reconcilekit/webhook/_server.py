@@ -77,7 +77,7 @@ from ._hooks import (
     default_name,
     default_path,
 )
-from ._tls_handshakes import abort_handshakes
+from ._tls_handshakes import stop_tls_site
 
 __all__ = ["WebhookServer"]
 
@@ -280,9 +280,7 @@ class WebhookServer:
             self.serving = False
             with anyio.CancelScope(shield=True):
                 server = getattr(site, "_server", None)
-                await runner.cleanup()
-                if abort_handshakes(server):
-                    await anyio.lowlevel.checkpoint()  # the cancelled handshakes close
+                await stop_tls_site(runner, server)
 
     def _admission_handler(self, hook: Hook) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handle(request: web.Request) -> web.Response:

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ["abort_handshakes"]
+import anyio.lowlevel
+from aiohttp import web
+
+__all__ = ["abort_handshakes", "stop_tls_site"]
 
 
 def abort_handshakes(server: asyncio.AbstractServer | None) -> int:
@@ -40,3 +43,11 @@ def abort_handshakes(server: asyncio.AbstractServer | None) -> int:
             task.cancel()  # asyncio closes the transport of a cancelled handshake
             aborted += 1
     return aborted
+
+
+async def stop_tls_site(runner: web.AppRunner, server: asyncio.AbstractServer | None) -> None:
+    """Stop an aiohttp TLS site: ``runner``'s cleanup, then :func:`abort_handshakes` of its
+    ``server``, waiting for the aborted connections to close."""
+    await runner.cleanup()
+    if abort_handshakes(server):
+        await anyio.lowlevel.checkpoint()  # the cancelled handshakes close

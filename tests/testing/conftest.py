@@ -26,7 +26,7 @@ from aiohttp import web
 
 from reconcilekit.testing import Cluster
 from reconcilekit.testing._tls import ServingCertificate
-from reconcilekit.webhook._tls_handshakes import abort_handshakes
+from reconcilekit.webhook._tls_handshakes import stop_tls_site
 
 GROUP = "test.reconcilekit.dev"
 
@@ -302,12 +302,10 @@ class RecordingWebhook:
     async def stop(self) -> None:
         self._release.set()
         if self._runner is not None:
-            await self._runner.cleanup()
             # kube-apiserver may dial the webhook as it stops (its configurations are still
             # registered): close what is mid-handshake, as reconcilekit's WebhookServer does,
             # rather than leave it to the garbage collector (an "unclosed transport").
-            if abort_handshakes(self._server):
-                await asyncio.sleep(0)  # the cancelled handshakes close
+            await stop_tls_site(self._runner, self._server)
 
 
 @pytest.fixture
