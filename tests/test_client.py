@@ -250,6 +250,26 @@ async def test_pagination_follows_continue_tokens(client: Client, apiserver: Clu
                                                   label_selector=mine)]) == 5
 
 
+async def test_a_paged_list_is_one_snapshot(client: Client, apiserver: Cluster) -> None:
+    """Pages after the first show the objects as they were when it was read: one
+    deleted, one changed and one created since do not change what the list says."""
+    ns = apiserver.namespace
+    for i in range(4):
+        await client.create(CONFIG_MAPS, cm(f"c{i}", v="1"), ns)
+    first = await client.list(CONFIG_MAPS, ns, limit=2)
+    await client.delete(CONFIG_MAPS, "c3", ns)
+    await client.patch(CONFIG_MAPS, "c2", {"data": {"v": "2"}}, ns)
+    await client.create(CONFIG_MAPS, cm("c4"), ns)
+    items, token = list(first["items"]), first["metadata"]["continue"]
+    while token:
+        page = await client.list(CONFIG_MAPS, ns, limit=2, continue_=token)
+        assert page["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+        items.extend(page["items"])
+        token = page["metadata"].get("continue")
+    seen = {i["metadata"]["name"]: (i.get("data") or {}).get("v") for i in items}
+    assert seen == {"c0": "1", "c1": "1", "c2": "1", "c3": "1", "kube-root-ca.crt": None}
+
+
 @pytest.mark.in_process_only
 async def test_list_all_starts_over_when_the_continue_token_expires(
         client: Client, apiserver: Cluster) -> None:

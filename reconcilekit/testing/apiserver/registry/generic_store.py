@@ -416,7 +416,8 @@ class Storage(VersionedStore):
     def _remove(self, table: Table, key: ObjKey, last: dict[str, Any]) -> None:
         old = table.objects.pop(key)
         self._index_owners(table, key, old, None)
-        self._emit(table, "DELETED", last, None)
+        # prev: what a list at an earlier resourceVersion (a continue token's) still shows
+        self._emit(table, "DELETED", last, old)
         for hook in self.on_removed:
             hook(table, last)
 

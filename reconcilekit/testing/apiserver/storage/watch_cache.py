@@ -26,7 +26,8 @@ Filter = Callable[[Mapping[str, Any]], bool]
 
 @dataclass(slots=True, eq=False)
 class Event:
-    """One stored change: ``obj`` is the state after it (the last state for DELETED)."""
+    """One stored change: ``obj`` is the state after it (the last state for DELETED),
+    ``prev`` the state before it (None for ADDED)."""
 
     type: str
     rv: int
