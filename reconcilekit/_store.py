@@ -9,12 +9,20 @@ copying defensively.
 Indexes map an index value to the set of object keys that produce it. They
 are computed once, when an object is stored, from the decoded object, so
 ``by_index`` costs O(matches), independent of how many objects are stored.
+
+An object can also be prepared (:meth:`Store.prepare`: encoded and indexed
+while its dict is at hand) and stored later with :meth:`Store.put_prepared`: an
+informer's relist prepares each page as it arrives, drops the dicts, and
+stores the whole list at the end, so it never holds more than a page of
+decoded objects. Index values are strings; equal ones are held once
+(interned), as the same few namespaces and node names recur in every object.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -22,7 +30,7 @@ import orjson
 
 from ._objects import Obj, ObjectKey, object_key
 
-__all__ = ["NAMESPACE_INDEX", "IndexFunc", "Store"]
+__all__ = ["NAMESPACE_INDEX", "IndexFunc", "Prepared", "Store"]
 
 Objs = list[Obj]  # spelled once here: the class below has a method named ``list``
 Names = list[str]
@@ -54,6 +62,22 @@ def encode(obj: Mapping[str, Any]) -> bytes:
             key = object_key(obj)
             raise ValueError(f"object {key} is nested too deeply to be cached") from None
 
+
+def _intern(value: str) -> str:
+    return sys.intern(value) if type(value) is str else value
+
+
+class Prepared:
+    """An object ready to be stored: its JSON and its index values (see :meth:`Store.prepare`)."""
+
+    __slots__ = ("_generation", "_values", "raw")
+
+    def __init__(self, raw: bytes, values: tuple[tuple[str, ...], ...], generation: int) -> None:
+        self.raw = raw
+        self._values = values  # per index, in the order of the store's indexes
+        self._generation = generation  # the store's indexes it was computed for
+
+
 class Store:
     """Objects by :class:`ObjectKey`, as compact JSON, with named indexes.
 
@@ -66,7 +90,7 @@ class Store:
     Not thread-safe: one event loop owns a store.
     """
 
-    __slots__ = ("_funcs", "_indexes", "_nbytes", "_objects", "_values")
+    __slots__ = ("_funcs", "_generation", "_indexes", "_nbytes", "_objects", "_values")
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._objects: dict[ObjectKey, bytes] = {}
@@ -74,6 +98,7 @@ class Store:
         self._funcs: dict[str, IndexFunc] = {NAMESPACE_INDEX: _namespace_index}
         self._indexes: dict[str, dict[str, set[ObjectKey]]] = {NAMESPACE_INDEX: {}}
         self._values: dict[str, dict[ObjectKey, tuple[str, ...]]] = {NAMESPACE_INDEX: {}}
+        self._generation = 0  # counts add_index: a Prepared of an older one is re-indexed
         for name, fn in (indexers or {}).items():
             self.add_index(name, fn)
 
@@ -90,14 +115,18 @@ class Store:
         self._funcs[name] = fn
         self._indexes[name] = {}
         self._values[name] = {}
+        self._generation += 1
         for key, raw in self._objects.items():
-            self._index_one(name, key, orjson.loads(raw))
+            self._index_one(name, key, self._values_of(fn, orjson.loads(raw)))
 
     def index_names(self) -> Names:
         return list(self._funcs)
 
-    def _index_one(self, name: str, key: ObjectKey, obj: Mapping[str, Any]) -> None:
-        values = tuple(dict.fromkeys(self._funcs[name](obj)))
+    @staticmethod
+    def _values_of(fn: IndexFunc, obj: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(map(_intern, dict.fromkeys(fn(obj))))
+
+    def _index_one(self, name: str, key: ObjectKey, values: tuple[str, ...]) -> None:
         if not values:
             return
         self._values[name][key] = values
@@ -125,18 +154,33 @@ class Store:
 
     def put(self, obj: Mapping[str, Any], raw: bytes | None = None) -> bytes | None:
         """Store ``obj`` (its JSON is ``raw`` if already encoded); returns the previous JSON."""
-        key = object_key(obj)
+        return self.put_prepared(object_key(obj), self.prepare(obj, raw))
+
+    def prepare(self, obj: Mapping[str, Any], raw: bytes | None = None) -> Prepared:
+        """``obj``'s JSON (``raw`` if already encoded) and index values, to store later
+        with :meth:`put_prepared` without ``obj`` (an index added in between is computed
+        then, from the JSON). Raises ValueError as :func:`encode` does."""
         # A right-sized copy: orjson's output (and a slice of a read buffer)
         # can hold three times the bytes it shows.
         encoded = bytes(memoryview(raw if raw is not None else encode(obj)))
+        values = tuple(self._values_of(fn, obj) for fn in self._funcs.values())
+        return Prepared(encoded, values, self._generation)
+
+    def put_prepared(self, key: ObjectKey, prepared: Prepared) -> bytes | None:
+        """Store what :meth:`prepare` made under ``key``; returns the previous JSON."""
+        encoded = prepared.raw
+        values = prepared._values
+        if prepared._generation != self._generation:  # an index was added since
+            obj = orjson.loads(encoded)
+            values = tuple(self._values_of(fn, obj) for fn in self._funcs.values())
         previous = self._objects.get(key)
         if previous is not None:
             self._unindex(key)
             self._nbytes -= len(previous)
         self._objects[key] = encoded
         self._nbytes += len(encoded)
-        for name in self._funcs:
-            self._index_one(name, key, obj)
+        for name, name_values in zip(self._funcs, values, strict=True):
+            self._index_one(name, key, name_values)
         return previous
 
     def delete(self, key: ObjectKey) -> bytes | None:

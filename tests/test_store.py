@@ -137,3 +137,23 @@ def test_first_index_keys_are_the_smallest_and_stable() -> None:
     store.put(_pod("a", "p9", node="n1"))  # more keys elsewhere in the order: same answer
     assert store.first_index_keys("node", "n1", 2) == [ObjectKey("a", "p1"), ObjectKey("a", "p2")]
     assert store.first_index_keys("node", "none", 3) == []
+
+
+def test_a_prepared_object_is_indexed_by_indexes_added_after_it() -> None:
+    store = Store()
+    obj = {"metadata": {"namespace": "ns", "name": "p"}, "spec": {"nodeName": "n1"}}
+    prepared = store.prepare(obj)
+    store.add_index("node", lambda o: [o["spec"]["nodeName"]])
+    store.put_prepared(ObjectKey("ns", "p"), prepared)
+    assert store.index_keys("node", "n1") == {ObjectKey("ns", "p")}
+    assert store.get(ObjectKey("ns", "p")) == obj
+    store._check_invariants()
+
+
+def test_equal_index_values_are_held_once() -> None:
+    store = Store({"node": _by_node})
+    for i in range(3):  # values decoded apart are equal strings, not the same object
+        store.put(orjson.loads(orjson.dumps(_pod("ns", f"p{i}", node="node-1"))))
+    values = store._values["node"].values()
+    assert len({id(v[0]) for v in values}) == 1
+
