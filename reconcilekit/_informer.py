@@ -8,8 +8,13 @@ Guarantees:
   * an informer of several ``namespaces`` runs one list+watch per namespace
     into its one store, and a list converges only its own namespace's
     objects: a relist of one namespace never touches the others;
+  * a list is read page by page and stored only once complete (see
+    :class:`Listing`): the store never holds half a list, and a list that
+    fails midway changes nothing and tells no handler;
   * a watch event that changes nothing the store holds (same
-    resourceVersion, e.g. replayed after a reconnect) calls no handler;
+    resourceVersion, e.g. replayed after a reconnect) calls no handler; nor
+    does a DELETED event for an object the store no longer holds (a relist
+    found it gone and told ``on_delete`` already: each deletion is told once);
   * ``has_synced`` turns True once the first complete list of every
     namespace has been stored and stays True; ``synced`` is an event to
     wait on;
@@ -36,13 +41,14 @@ import orjson
 from ._client import Client
 from ._clock import Clock, SystemClock
 from ._objects import Obj, ObjectKey, Resource, object_key
-from ._store import NAMESPACE_INDEX, IndexFunc, Store, encode
+from ._store import NAMESPACE_INDEX, IndexFunc, Prepared, Store, encode
 from ._watcher import Backoff, Watcher
 
 __all__ = [
     "EventHandler",
     "Informer",
     "InformerStatistics",
+    "Listing",
     "Transform",
     "metadata_only",
     "strip_managed_fields",
@@ -142,7 +148,8 @@ class Informer:
         # Which objects the store holds, beyond the server's selection (a sharded manager
         # sets it to "this replica's shards"); None: all the server sends.
         self.admit: Callable[[Obj], bool] | None = None
-        # Told (key, resourceVersion) of every object stored or deleted; cheap, no copies.
+        # Told (key, resourceVersion) of every object stored or deleted, once the store
+        # holds the change (so ``key in store`` tells a write from a deletion); cheap.
         self.version_observers: list[Callable[[ObjectKey, str], None]] = []
         self.watchers = tuple(
             Watcher(client, resource, namespace=target,
@@ -246,15 +253,18 @@ class Informer:
     def _prepare(self, obj: Obj) -> Obj:
         return self.transform(obj) if self.transform is not None else obj
 
+    def begin_list(self) -> Listing:
+        """A complete list, delivered page by page, that the whole store converges to
+        when it is finished (the sink of an informer's only watcher)."""
+        return Listing(self, None)
+
     def replace(self, objects: list[Obj], resource_version: str) -> None:
-        """Converge the store to a complete list; tell handlers what changed.
+        """Converge the store to a complete list; tell handlers what changed."""
+        listing = self.begin_list()
+        listing.add(objects)
+        listing.finish(resource_version)
 
-        The sink of an informer's only watcher; with several namespaces each
-        watcher's list converges its own namespace.
-        """
-        self._converge(objects, None, resource_version)
-
-    def _converge(self, objects: list[Obj], namespace: str | None,
+    def _converge(self, fresh: dict[ObjectKey, tuple[Prepared, str]], namespace: str | None,
                   resource_version: str) -> None:
         """Converge the objects of ``namespace`` (None: the whole store) to a complete list.
 
@@ -262,12 +272,6 @@ class Informer:
         ``resource_version``: whatever was written to it up to then is superseded
         (a write whose DELETED event the watch never carried would otherwise be
         waited for by read-your-own-writes until its timeout)."""
-        fresh: dict[ObjectKey, Obj] = {}
-        for obj in objects:
-            if self.admit is not None and not self.admit(obj):
-                continue
-            prepared = self._prepare(obj)
-            fresh[object_key(prepared)] = prepared
         held = self.store if namespace is None else self.store.index_keys(NAMESPACE_INDEX,
                                                                           namespace)
         for key in held:
@@ -276,8 +280,8 @@ class Informer:
                 assert raw is not None
                 self._observe_version(key, resource_version)
                 self._notify_delete(orjson.loads(raw))
-        for key, obj in fresh.items():
-            self._upsert(key, obj)
+        for key, (prepared, rv) in fresh.items():
+            self._upsert(key, prepared, rv)
         self._unlisted.discard(namespace)
         if not self._unlisted and not self.synced.is_set():
             self.synced.set()
@@ -288,39 +292,41 @@ class Informer:
         prepared = self._prepare(obj)
         key = object_key(prepared)
         if event_type == "DELETED":
-            self._observe(key, prepared)
-            self.store.delete(key)
-            self._notify_delete(prepared)  # a DELETED event carries the last state
+            held = self.store.delete(key)
+            self._observe_version(key, _rv(prepared))
+            if held is not None:  # else a relist told it already (as client-go's DeltaFIFO)
+                self._notify_delete(prepared)  # a DELETED event carries the last state
         else:
-            self._upsert(key, prepared)
-
-    def _observe(self, key: ObjectKey, obj: Obj) -> None:
-        self._observe_version(key, _rv(obj))
+            self._upsert(key, self.store.prepare(prepared), _rv(prepared), prepared)
 
     def _observe_version(self, key: ObjectKey, resource_version: str) -> None:
         if resource_version:
             for observer in self.version_observers:
                 observer(key, resource_version)
 
-    def _upsert(self, key: ObjectKey, obj: Obj) -> None:
-        self._observe(key, obj)
-        raw = encode(obj)
-        if not self._handlers:  # nobody to tell: no need to decode what was stored
-            self.store.put(obj, raw)
-            return
+    def _upsert(self, key: ObjectKey, prepared: Prepared, rv: str, obj: Obj | None = None
+                ) -> None:
+        """Store ``prepared`` (``obj`` decoded, if at hand) and tell handlers, unless the
+        store holds it already."""
         stored = self.store.get_raw(key)
-        old = None if stored is None else orjson.loads(stored)
-        if old is not None and _rv(old) and _rv(old) == _rv(obj):
+        old = None
+        if stored is not None and stored != prepared.raw and self._handlers:
+            old = orjson.loads(stored)
+        if stored == prepared.raw or (old is not None and rv and _rv(old) == rv):
+            self._observe_version(key, rv)
             return  # nothing new: a replayed or relisted unchanged object
-        self.store.put(obj, raw)
+        self.store.put_prepared(key, prepared)
+        self._observe_version(key, rv)
         for i, handler in enumerate(self._handlers):
-            new = obj if i == 0 else orjson.loads(raw)  # each handler its own copy
-            if old is None:
+            # Each handler its own copies, decoded only for a callback that takes them.
+            if stored is None:
                 if handler.on_add is not None:
-                    self._call(handler.on_add, new)
+                    self._call(handler.on_add, obj if i == 0 and obj is not None
+                               else orjson.loads(prepared.raw))
             elif handler.on_update is not None:
-                self._call(handler.on_update, old if i == 0 else orjson.loads(stored or b""),
-                           new)
+                assert old is not None
+                self._call(handler.on_update, old if i == 0 else orjson.loads(stored),
+                           obj if i == 0 and obj is not None else orjson.loads(prepared.raw))
 
     def _notify_delete(self, obj: Obj) -> None:
         for i, handler in enumerate(self._handlers):
@@ -342,8 +348,47 @@ class _NamespaceSink:
     def __init__(self, informer: Informer, namespace: str | None) -> None:
         self._informer, self._namespace = informer, namespace
 
+    def begin_list(self) -> Listing:
+        return Listing(self._informer, self._namespace)
+
     def replace(self, objects: list[Obj], resource_version: str) -> None:
-        self._informer._converge(objects, self._namespace, resource_version)
+        listing = self.begin_list()
+        listing.add(objects)
+        listing.finish(resource_version)
 
     def apply(self, event_type: str, obj: Obj) -> None:
         self._informer.apply(event_type, obj)
+
+
+class Listing:
+    """One list in progress: each page prepared as it arrives, stored once complete.
+
+    :meth:`add` encodes and indexes a page's objects (:meth:`Store.prepare`)
+    and keeps only that, so a list never holds more than one page of decoded
+    dicts; :meth:`finish` converges the store (or its namespace) to the
+    complete list and tells the handlers. Until then neither the store nor a
+    handler sees anything of it: a list that fails midway (a 410 on a continue
+    token, a lost connection) is dropped, and the store stays what the last
+    complete list and the watch events since made it.
+    """
+
+    __slots__ = ("_fresh", "_informer", "_namespace")
+
+    def __init__(self, informer: Informer, namespace: str | None) -> None:
+        self._informer, self._namespace = informer, namespace
+        self._fresh: dict[ObjectKey, tuple[Prepared, str]] = {}
+
+    def add(self, objects: list[Obj]) -> None:
+        """The objects of one page (ValueError for one that cannot be stored)."""
+        informer, fresh = self._informer, self._fresh
+        admit, transform, store = informer.admit, informer.transform, informer.store
+        for obj in objects:
+            if admit is not None and not admit(obj):
+                continue
+            prepared = transform(obj) if transform is not None else obj
+            fresh[object_key(prepared)] = (store.prepare(prepared), _rv(prepared))
+
+    def finish(self, resource_version: str) -> None:
+        """The list is complete, at ``resource_version``: converge to it."""
+        fresh, self._fresh = self._fresh, {}
+        self._informer._converge(fresh, self._namespace, resource_version)

@@ -4,8 +4,14 @@ Specification
 -------------
 Expected flow:
 
-1. List the resource (paginated) and hand the complete list to the sink's
-   ``replace`` with the list's resourceVersion: the sink converges to it.
+1. List the resource in pages (of ``page_size``, a consistent read from
+   etcd) and hand them to the sink as they arrive: a sink with
+   ``begin_list`` gets each page's items in turn and ``finish`` with the
+   list's resourceVersion once the last page is read (so neither keeps the
+   whole list decoded); any other gets the complete list in ``replace``.
+   The sink converges to the complete list. A list whose continue token
+   expires midway (410) starts over from the first page, with a new
+   ``begin_list``, up to 3 times; a list that fails is never finished.
 2. Watch from that resourceVersion with bookmarks and a randomized
    ``timeoutSeconds`` between a half and three quarters of
    ``liveness_timeout`` (so watches of many controllers do not expire
@@ -82,20 +88,68 @@ from ._errors import APIConnectionError, APIError, Gone, describe_error, error_f
 from ._logging import RepeatFilter
 from ._objects import Resource
 
-__all__ = ["Backoff", "DeadWatchError", "WatchSink", "Watcher", "WatcherStatistics"]
+__all__ = ["Backoff", "DeadWatchError", "ListSink", "WatchSink", "Watcher",
+           "WatcherStatistics"]
 
 logger = logging.getLogger("reconcilekit.watcher")
 _SYSTEM_CLOCK: Final = SystemClock()
+_LIST_RESTARTS: Final = 3  # a list whose continue token expires starts over at most this often
 
 
 class WatchSink(Protocol):
-    """Where a :class:`Watcher` delivers what it learns (an informer)."""
+    """Where a :class:`Watcher` delivers what it learns (an informer).
+
+    A sink may also have ``begin_list()`` returning a :class:`ListSink`: the
+    watcher then delivers each list page by page instead of calling
+    ``replace`` (as :class:`~reconcilekit.lowlevel.Informer` does).
+    """
 
     def replace(self, objects: list[dict[str, Any]], resource_version: str) -> None:
         """The complete state at ``resource_version`` (after a list)."""
 
     def apply(self, event_type: str, obj: dict[str, Any]) -> None:
         """One watch event: ``ADDED``, ``MODIFIED`` or ``DELETED``."""
+
+
+class ListSink(Protocol):
+    """One list, page by page, from a sink's ``begin_list()``; dropped unfinished if the
+    list fails."""
+
+    def add(self, objects: list[dict[str, Any]]) -> None:
+        """The items of the next page."""
+
+    def finish(self, resource_version: str) -> None:
+        """The list is complete: it is the state at ``resource_version``."""
+
+
+class _Collected:
+    """The :class:`ListSink` of a sink without ``begin_list``: the whole list, then
+    ``replace``."""
+
+    __slots__ = ("_items", "_sink")
+
+    def __init__(self, sink: WatchSink) -> None:
+        self._sink = sink
+        self._items: list[dict[str, Any]] = []
+
+    def add(self, objects: list[dict[str, Any]]) -> None:
+        self._items.extend(objects)
+
+    def finish(self, resource_version: str) -> None:
+        self._sink.replace(self._items, resource_version)
+
+
+class _ExpiredMidway(Exception):
+    """A list's continue token expired (410) after its first page."""
+
+    def __init__(self, gone: Gone) -> None:
+        super().__init__(str(gone))
+        self.gone = gone
+
+
+def _begin_list(sink: WatchSink) -> ListSink:
+    begin: Callable[[], ListSink] | None = getattr(sink, "begin_list", None)
+    return begin() if begin is not None else _Collected(sink)
 
 
 class Backoff:
@@ -266,32 +320,62 @@ class Watcher:
         self._lists_started += 1
         number = self._lists_started
         shards = self.shard_selector() if self.shard_selector is not None else None
-        listed = await self.client.list_all(
-            self.resource, self.namespace, label_selector=self.label_selector,
-            field_selector=self.field_selector, limit=self.page_size,
-            metadata_only=self.metadata_only, shard_selector=shards)
-        if shards is not None:
-            self.server_sharded = bool((listed.get("metadata") or {}).get("shardInfo"))
-        self._shard_in_use = shards if self.server_sharded else None
-        rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-        kind, api_version = self.resource.kind, self.resource.api_version
-        items = listed.get("items") or []
-        if self.metadata_only:  # PartialObjectMetadata: named as what they describe
-            for item in items:
-                item["apiVersion"], item["kind"] = api_version, kind
-        else:
-            for item in items:  # list items of built-in kinds come without kind/apiVersion
-                item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", kind)
+        restarts = 0
+        while True:
+            try:
+                rv = await self._pages(sink, shards)
+                break
+            except _ExpiredMidway as err:
+                if restarts >= _LIST_RESTARTS:
+                    raise err.gone from None
+                restarts += 1  # an expired continue token: start over, from a new snapshot
         self._lists += 1
         self._listed_at = self.clock.monotonic()
         self._last_error, self._failing = None, 0
         self._touch()
-        sink.replace(items, rv)
         self._rv = rv
         self._lists_done = number
         self._listed.set()
         self._listed = anyio.Event()
+
+    async def _pages(self, sink: WatchSink, shards: str | None) -> str:
+        """Read one list page by page into a new :class:`ListSink`, finish it, and return
+        its resourceVersion (Gone if its continue token expires after the first page)."""
+        listing = _begin_list(sink)
+        token: str | None = None
+        rv = ""
+        kind, api_version = self.resource.kind, self.resource.api_version
+        while True:
+            try:
+                page = await self.client.list(
+                    self.resource, self.namespace, label_selector=self.label_selector,
+                    field_selector=self.field_selector, limit=self.page_size,
+                    continue_=token, metadata_only=self.metadata_only, shard_selector=shards)
+            except Gone as err:
+                if token is None:
+                    raise
+                raise _ExpiredMidway(err) from None
+            meta = page.get("metadata") or {}
+            if token is None:
+                rv = str(meta.get("resourceVersion") or "")
+                if shards is not None:
+                    self.server_sharded = bool(meta.get("shardInfo"))
+                self._shard_in_use = shards if self.server_sharded else None
+            items = page.get("items") or []
+            if self.metadata_only:  # PartialObjectMetadata: named as what they describe
+                for item in items:
+                    item["apiVersion"], item["kind"] = api_version, kind
+            else:
+                for item in items:  # list items of built-in kinds come without kind/apiVersion
+                    item.setdefault("apiVersion", api_version)
+                    item.setdefault("kind", kind)
+            token = meta.get("continue") or None
+            del page, meta  # only the page's items, until the sink has them
+            listing.add(items)
+            del items  # the next page is read with none of this one held
+            if not token:
+                listing.finish(rv)
+                return rv
 
     def _relist_due(self) -> bool:
         return (self.relist_period is not None
