@@ -46,6 +46,7 @@ from typing import Any, Final, Literal, TypeVar, overload
 
 import anyio
 import anyio.abc
+import orjson
 
 from ._cache_scope import CacheScope, CacheScopeError, resolve_scope
 from ._client import Client
@@ -198,9 +199,7 @@ class Cache:
                 liveness_timeout=self.liveness_timeout,
                 clock=self.clock)
             self._restrict(informer)
-            own_writes = self.own_writes
-            informer.version_observers.append(
-                lambda k, rv: own_writes.observed((resource, k), rv))
+            informer.version_observers.append(self._observer(resource, informer))
             self._informers[key] = informer
             if self._tg is not None:
                 self._tg.start_soon(informer.run)
@@ -463,6 +462,20 @@ class Cache:
         key = ObjectKey(namespace or "" if resource.namespaced else "", name)
         return self.own_writes.satisfied((resource, key))
 
+    def _observer(self, resource: Resource, informer: Informer
+                  ) -> Callable[[ObjectKey, str], None]:
+        """What tells :attr:`own_writes` of ``informer``'s changes: only of objects a write
+        waits for, and of deletions (the store no longer holds them: the version is
+        remembered for a write answered after it). No entry per object stored: the
+        version the store holds is observed when a write is expected instead."""
+        own_writes, store = self.own_writes, informer.store
+
+        def observe(key: ObjectKey, resource_version: str) -> None:
+            wanted = (resource, key)
+            if key not in store or own_writes.waiting(wanted):
+                own_writes.observed(wanted, resource_version)
+        return observe
+
     def _on_write(self, record: WriteRecord) -> None:
         # Only what this cache watches can ever be observed: an expectation for
         # anything else (Events, say) would only wait for its timeout.
@@ -471,9 +484,21 @@ class Cache:
         if not _holds(self._scopes[record.resource].scope, record.key.namespace):
             return  # outside the scope: never observed either
         if record.resource_version and not record.deleted:
-            self.own_writes.expect((record.resource, record.key), record.resource_version)
+            key = (record.resource, record.key)
+            for informer_key, informer in self._informers.items():
+                # What the cache holds already counts (it observed no version of its own).
+                raw = (informer.store.get_raw(record.key)
+                       if informer_key.resource == record.resource else None)
+                held = "" if raw is None else _resource_version(orjson.loads(raw))
+                if held:
+                    self.own_writes.observed(key, held)
+            self.own_writes.expect(key, record.resource_version)
         elif record.deleted:
             self.own_writes.delete((record.resource, record.key))
+
+
+def _resource_version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _holds(scope: CacheScope, namespace: str) -> bool:

@@ -139,6 +139,15 @@ class ResourceVersionExpectations(Generic[K]):
         ):
             del records[key]
 
+    def waiting(self, key: K) -> bool:
+        """Whether an expectation for ``key`` is recorded (timed out or not): a dict lookup.
+
+        For a cache that observes only what something waits for, and so keeps
+        no entry per object it holds: it must then, before each ``expect``,
+        report the version it holds with ``observed``, or the guarantee that an
+        observation before ``expect`` counts is lost."""
+        return key in self._records.records
+
     def satisfied(self, key: K) -> bool:
         """True unless an expectation for ``key`` is still waiting (and not timed out)."""
         return not self._records.pending(key)

@@ -168,6 +168,24 @@ async def test_read_your_own_writes(apiserver: Cluster, client: Client) -> None:
         assert (await cache.get(CONFIG_MAPS, "mine", ns))["metadata"]["name"] == "mine"
 
 
+async def test_a_write_the_cache_holds_already_is_seen_at_once(
+        apiserver: Cluster, client: Client) -> None:
+    """A write answered with the version the cache holds (a no-op patch: no new
+    resourceVersion, no event) is seen at once. The cache keeps no record per object it
+    observed (that cost memory for every cached object): it asks its store instead."""
+    ns = apiserver.namespace
+    made = await client.create(CONFIG_MAPS, {"metadata": {"name": "same"},
+                                             "data": {"k": "v"}}, ns)
+    cache = Cache(client, namespace=ns)
+    cache.informer_for(CONFIG_MAPS)
+    async with running(cache):
+        assert len(cache.own_writes._seen) == 0  # nothing recorded for the synced objects
+        patched = await client.patch(CONFIG_MAPS, "same", {"data": {"k": "v"}}, ns)
+        assert patched["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]
+        assert cache.has_seen_own_write(CONFIG_MAPS, "same", ns)
+        assert len(cache.own_writes) == 0
+
+
 async def test_a_write_whose_deletion_only_a_relist_shows_is_seen(
         apiserver: Cluster, client: Client) -> None:
     """Our write to an object, then its deletion by someone else, both unseen by the
