@@ -38,11 +38,12 @@ from typing import Any, Final
 import anyio
 import orjson
 
+from ._backoff import Backoff
 from ._client import Client
 from ._clock import Clock, SystemClock
 from ._objects import Obj, ObjectKey, Resource, object_key
 from ._store import NAMESPACE_INDEX, IndexFunc, Prepared, Store, encode
-from ._watcher import Backoff, Watcher
+from ._watcher import Watcher
 
 __all__ = [
     "EventHandler",

@@ -76,67 +76,25 @@ import math
 import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final
 
 import aiohttp
 import anyio
 
+from ._backoff import Backoff
 from ._client import PARTIAL_OBJECT_METADATA, Client
 from ._client_answers import INVALID_RESPONSE, watch_event
 from ._clock import Clock, SystemClock
 from ._errors import APIConnectionError, APIError, Gone, describe_error, error_from_status
 from ._logging import RepeatFilter
 from ._objects import Resource
+from ._watch_sink import WatchSink, begin_list
 
-__all__ = ["Backoff", "DeadWatchError", "ListSink", "WatchSink", "Watcher",
-           "WatcherStatistics"]
+__all__ = ["DeadWatchError", "Watcher", "WatcherStatistics"]
 
 logger = logging.getLogger("reconcilekit.watcher")
 _SYSTEM_CLOCK: Final = SystemClock()
 _LIST_RESTARTS: Final = 3  # a list whose continue token expires starts over at most this often
-
-
-class WatchSink(Protocol):
-    """Where a :class:`Watcher` delivers what it learns (an informer).
-
-    A sink may also have ``begin_list()`` returning a :class:`ListSink`: the
-    watcher then delivers each list page by page instead of calling
-    ``replace`` (as :class:`~reconcilekit.lowlevel.Informer` does).
-    """
-
-    def replace(self, objects: list[dict[str, Any]], resource_version: str) -> None:
-        """The complete state at ``resource_version`` (after a list)."""
-
-    def apply(self, event_type: str, obj: dict[str, Any]) -> None:
-        """One watch event: ``ADDED``, ``MODIFIED`` or ``DELETED``."""
-
-
-class ListSink(Protocol):
-    """One list, page by page, from a sink's ``begin_list()``; dropped unfinished if the
-    list fails."""
-
-    def add(self, objects: list[dict[str, Any]]) -> None:
-        """The items of the next page."""
-
-    def finish(self, resource_version: str) -> None:
-        """The list is complete: it is the state at ``resource_version``."""
-
-
-class _Collected:
-    """The :class:`ListSink` of a sink without ``begin_list``: the whole list, then
-    ``replace``."""
-
-    __slots__ = ("_items", "_sink")
-
-    def __init__(self, sink: WatchSink) -> None:
-        self._sink = sink
-        self._items: list[dict[str, Any]] = []
-
-    def add(self, objects: list[dict[str, Any]]) -> None:
-        self._items.extend(objects)
-
-    def finish(self, resource_version: str) -> None:
-        self._sink.replace(self._items, resource_version)
 
 
 class _ExpiredMidway(Exception):
@@ -146,35 +104,6 @@ class _ExpiredMidway(Exception):
         super().__init__(str(gone))
         self.gone = gone
 
-
-def _begin_list(sink: WatchSink) -> ListSink:
-    begin: Callable[[], ListSink] | None = getattr(sink, "begin_list", None)
-    return begin() if begin is not None else _Collected(sink)
-
-
-class Backoff:
-    """Exponential backoff with jitter that resets after a quiet period.
-
-    ``next_delay()`` doubles from ``initial`` up to ``cap`` and adds up to
-    ``jitter`` (a fraction) on top; if ``reset_after`` seconds passed since
-    the previous failure, it starts from ``initial`` again.
-    """
-
-    def __init__(self, *, initial: float = 0.8, cap: float = 30.0, reset_after: float = 120.0,
-                 jitter: float = 1.0, clock: Clock = _SYSTEM_CLOCK) -> None:
-        self.initial, self.cap, self.reset_after, self.jitter = initial, cap, reset_after, jitter
-        self._clock = clock
-        self._current = 0.0
-        self._last_failure: float | None = None
-
-    def next_delay(self) -> float:
-        now = self._clock.monotonic()
-        if self._last_failure is None or now - self._last_failure >= self.reset_after:
-            self._current = self.initial
-        else:
-            self._current = min(self.cap, self._current * 2)
-        self._last_failure = now
-        return self._current * (1 + random.random() * self.jitter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +270,7 @@ class Watcher:
     async def _pages(self, sink: WatchSink, shards: str | None) -> str:
         """Read one list page by page into a new :class:`ListSink`, finish it, and return
         its resourceVersion (Gone if its continue token expires after the first page)."""
-        listing = _begin_list(sink)
+        listing = begin_list(sink)
         token: str | None = None
         rv = ""
         kind, api_version = self.resource.kind, self.resource.api_version

@@ -1,7 +1,8 @@
 """The parts reconcilekit is built from, for a user who assembles them without a Manager.
 
 The :class:`Watcher` (list+watch with resume, 410 relist, :class:`Backoff`,
-dead-connection detection) feeds a :class:`WatchSink`; the :class:`Informer`
+dead-connection detection) feeds a :class:`WatchSink` (each list page by
+page through a :class:`ListSink` when the sink asks for one); the :class:`Informer`
 puts it into a :class:`Store` with named indexes and calls its handlers; the
 :class:`LeaderElector` holds one Lease. :func:`error_from_response` and
 :func:`error_from_status` map an API server's answer to reconcilekit's
@@ -11,6 +12,7 @@ errors; the constants are wire-level resources and media types;
 what an operator needs day to day.
 """
 
+from ._backoff import Backoff as Backoff
 from ._client import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA
 from ._client import PARTIAL_OBJECT_METADATA_LIST as PARTIAL_OBJECT_METADATA_LIST
 from ._errors import error_from_response as error_from_response
@@ -19,16 +21,17 @@ from ._event_loop import event_loop_options as event_loop_options
 from ._informer import Informer as Informer
 from ._leaderelection import LeaderElector as LeaderElector
 from ._store import Store as Store
-from ._watcher import Backoff as Backoff
+from ._watch_sink import ListSink as ListSink
+from ._watch_sink import WatchSink as WatchSink
 from ._watcher import DeadWatchError as DeadWatchError
 from ._watcher import Watcher as Watcher
-from ._watcher import WatchSink as WatchSink
 
 __all__ = [
     "Backoff",
     "DeadWatchError",
     "Informer",
     "LeaderElector",
+    "ListSink",
     "PARTIAL_OBJECT_METADATA",
     "PARTIAL_OBJECT_METADATA_LIST",
     "Store",
