@@ -81,7 +81,7 @@ import math
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 
@@ -205,6 +205,15 @@ class LeaderElection:
     after the last renewal it saw, before taking over; ``renew_deadline``
     how long the leader keeps failing to renew before it steps down;
     ``retry_period`` the wait between attempts.
+
+    ``standby`` says what a replica does while another leads: ``"warm"``
+    (the default, as controller-runtime's) lists and watches everything the
+    leader would, so when it takes the Lease its controllers start at once,
+    whatever the cluster's size; ``"cold"`` starts its caches only once it
+    holds the Lease (renewing it meanwhile), saving a standby's memory and
+    its share of the API server's list and watch load, at the price of a
+    failover that lists everything first. Either way a standby serves the
+    manager's webhooks (a webhook needs no Lease) and ``/metrics``.
     """
 
     name: str
@@ -212,10 +221,13 @@ class LeaderElection:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    standby: Literal["warm", "cold"] = "warm"
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("LeaderElection needs the Lease's name")
+        if self.standby not in ("warm", "cold"):
+            raise ValueError(f"LeaderElection standby is 'warm' or 'cold', not {self.standby!r}")
         check_lease_timing(self.lease_duration, self.renew_deadline, self.retry_period)
 
 

@@ -9,7 +9,9 @@ Expected flow of :meth:`Manager.run`:
 2. start the cache and wait for every informer to sync, failing with
    :class:`CacheSyncTimeout` naming the resources that did not;
 3. with leader election: wait to acquire the Lease (a standby keeps its
-   cache warm meanwhile), then keep renewing it;
+   cache warm meanwhile), then keep renewing it; a cold standby
+   (``LeaderElection(standby="cold")``) acquires the Lease before step 2,
+   and is ready meanwhile;
    with sharding instead: join the shard ring (:class:`Sharding`): the
    controllers work on the keys of the shards this replica holds, and the
    cache holds those shards' objects;
@@ -144,6 +146,8 @@ class Manager:
         self._stop = anyio.Event()
         self._started = anyio.Event()  # controllers running
         self._synced = False
+        # A cold standby waiting for the Lease: ready, with no cache to sync yet.
+        self._cold_standby = False
         self._running = False
         self._background: asyncio.Task[None] | None = None
 
@@ -186,6 +190,8 @@ class Manager:
         """For ``/readyz``: caches synced and no watch dead (failing with an error)."""
         if self.webhook_server is not None and not self.webhook_server.serving:
             return False, "webhook server not serving"
+        if self._cold_standby:
+            return True, "ok (cold standby: caches start with the Lease)"
         if not self._synced:
             return False, "caches not synced"
         if self.ring is not None and not self.ring.is_member:
@@ -234,18 +240,24 @@ class Manager:
             self._shards.attach(self.cache)  # the cache syncs empty: no shard held yet
         if self.webhook_server is not None:  # before the caches: conversion webhooks
             await tg.start(serve_webhooks, self.client, self.webhook_server)
+        cold = (isinstance(self.coordination, LeaderElection)
+                and self.coordination.standby == "cold")
+        if cold:
+            self._cold_standby = True  # the caches start with the Lease
+            task_status.started()
+            if not await self._lead(tg):
+                return
+            self._cold_standby = False
         await tg.start(self.cache.run)
-        task_status.started()
+        if not cold:
+            task_status.started()
         if not await self._unless_stopped(self.cache.wait_for_sync, self.cache_sync_timeout):
             tg.cancel_scope.cancel()
             return
         self._synced = True
         logger.info("caches synced: %s", ", ".join(s.resource for s in self.cache.statistics()))
-        if self.elector is not None:
-            if not await self._unless_stopped(self.elector.acquire):
-                tg.cancel_scope.cancel()
-                return
-            tg.start_soon(self.elector.hold)
+        if self.elector is not None and not cold and not await self._lead(tg):
+            return
         if self.ring is not None and self._shards is not None:
             await tg.start(self.ring.run, self._shards)
         async with anyio.create_task_group() as workers:
@@ -267,6 +279,16 @@ class Manager:
             if self.webhook_server is not None:
                 await unserve_webhooks(self.client, self.webhook_server)
         tg.cancel_scope.cancel()
+
+    async def _lead(self, tg: anyio.abc.TaskGroup) -> bool:
+        """Acquire the Lease and keep renewing it in ``tg``; False (``tg`` cancelled) if
+        :meth:`stop` came first."""
+        assert self.elector is not None
+        if not await self._unless_stopped(self.elector.acquire):
+            tg.cancel_scope.cancel()
+            return False
+        tg.start_soon(self.elector.hold)
+        return True
 
     async def _unless_stopped(self, step: Callable[..., Awaitable[None]], *args: Any) -> bool:
         """Run a start-up step (sync, acquiring the Lease); False if :meth:`stop` came first."""

@@ -218,6 +218,57 @@ async def test_only_the_leader_reconciles_and_a_standby_takes_over(apiserver: Cl
     assert "two" not in seen["a"]
 
 
+async def test_a_cold_standby_lists_nothing_until_it_takes_the_lease(apiserver: Cluster,
+                                                                      client: Client) -> None:
+    ns = apiserver.namespace
+    clock = FakeClock()
+    seen: dict[str, list[str]] = {"a": [], "b": []}
+
+    class Tracking(Reconciler):
+        def __init__(self, who: str) -> None:
+            self.who = who
+
+        async def reconcile(self, request: Request) -> Result:
+            seen[self.who].append(request.name)
+            return Result.done()
+
+    def make(who: str) -> Manager:
+        manager = Manager(client, namespace=ns, http_addr=None, clock=clock, identity=who,
+                          coordination=LeaderElection(name="cold-lock", standby="cold"))
+        manager.controller().for_(CONFIG_MAPS).complete(Tracking(who))
+        return manager
+
+    first, second = make("a"), make("b")
+    await client.create(CONFIG_MAPS, cm("one"), ns)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first.run)
+        await eventually(lambda: "one" in seen["a"])
+        tg.start_soon(second.run)
+        assert second.elector is not None
+        # The standby has read the Lease and found it held: it waits, listing nothing.
+        await eventually(lambda: second.elector is not None
+                         and second.elector.statistics().holder == "a")
+        assert not second.elector.is_leader
+        assert second.ready() == (True, "ok (cold standby: caches start with the Lease)")
+        assert [s.lists for s in second.cache.statistics()] == [0]
+        first.stop()  # releases the Lease
+        with anyio.fail_after(60):  # a retry period at a time, each attempt answered
+            while not second.elector.is_leader:
+                clock.advance(2.5)
+                await clock.until_parked(client)
+        # Leading, it lists, syncs and reconciles what is there.
+        await eventually(lambda: "one" in seen["b"])
+        assert [s.lists for s in second.cache.statistics()] == [1]
+        assert second.ready() == (True, "ok")
+        second.stop()
+
+
+def test_a_standby_is_warm_or_cold() -> None:
+    assert LeaderElection(name="lock").standby == "warm"
+    with pytest.raises(ValueError, match="standby is 'warm' or 'cold', not 'tepid'"):
+        LeaderElection(name="lock", standby="tepid")  # type: ignore[arg-type]
+
+
 async def test_sigterm_finishes_in_flight_work_and_exits_zero(apiserver: Cluster,
                                                               client: Client) -> None:
     if apiserver.server is not None:

@@ -128,7 +128,10 @@ def build_operator(client: Client, options: OperatorOptions = OperatorOptions(),
                                 or options.namespace or "default", **timings)
     elif options.leader_election:
         coordination = LeaderElection(name=LEASE_NAME,
-                                      namespace=options.leader_election_namespace, **timings)
+                                      namespace=options.leader_election_namespace,
+                                      lease_duration=options.lease_duration,
+                                      renew_deadline=options.renew_deadline,
+                                      retry_period=options.retry_period)
     manager = Manager(client, name="cnclaim-operator", namespace=options.namespace,
                       http_addr=options.http_addr, coordination=coordination,
                       graceful_shutdown_timeout=options.graceful_shutdown_timeout,
