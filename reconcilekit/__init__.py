@@ -92,6 +92,7 @@ from ._selectors import LabelSelector as LabelSelector
 from ._selectors import SelectorError as SelectorError
 from ._sharding import Sharding as Sharding
 from ._store import IndexFunc as IndexFunc
+from ._version import __version__ as __version__
 
 __all__ = [
     "ALL_NAMESPACES",

@@ -9,7 +9,6 @@ when it has caught up with this client's own writes.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
@@ -39,6 +38,7 @@ from ._errors import Gone
 from ._objects import ObjectKey, Resource, TypedResource
 from ._read_caches import ReadCaches
 from ._shard_selector import ShardSelector
+from ._version import __version__
 
 __all__ = ["PARTIAL_OBJECT_METADATA", "PARTIAL_OBJECT_METADATA_LIST", "Client",
            "ClientOptions"]
@@ -59,11 +59,7 @@ _LIST_RESTARTS: Final = 3
 
 
 def _default_user_agent() -> str:
-    try:
-        version = importlib.metadata.version("reconcilekit")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    return f"reconcilekit/{version}"
+    return f"reconcilekit/{__version__}"
 
 
 class ClientOptions(TypedDict, total=False):

@@ -4,6 +4,7 @@ clear error naming it (the extra's packages blocked in a fresh interpreter)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -32,6 +33,19 @@ def test_import_reconcilekit_loads_neither_the_servers_packages_nor_a_cli_toolki
                    f"print(json.dumps(sorted(m for m in {SERVER_ONLY!r} if m in sys.modules)))")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+def test_import_reconcilekit_leaves_what_only_some_operators_need_unloaded() -> None:
+    # Every operator pays for its imports at every start: cryptography is needed only to
+    # generate a certificate, importlib.metadata not at all (the version is a constant).
+    proc = _python("import reconcilekit, reconcilekit.webhook, json\n"
+                   "print(json.dumps(sorted(m for m in ('cryptography', 'importlib.metadata') "
+                   "if m in sys.modules)))\n"
+                   "print(reconcilekit.__version__)")
+    assert proc.returncode == 0, proc.stderr
+    loaded, version = proc.stdout.splitlines()
+    assert json.loads(loaded) == []
+    assert version == importlib.metadata.version("reconcilekit")
 
 
 def test_the_operator_side_runs_without_the_testing_extra() -> None:

@@ -31,14 +31,12 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from typing import TYPE_CHECKING, Protocol
 
 from .._clock import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 __all__ = ["CertificateFiles", "CertificateSource", "ServingCertificate"]
 
@@ -78,6 +76,12 @@ class ServingCertificate:
             raise ValueError("a serving certificate needs at least one host")
         if days <= 0:
             raise ValueError(f"a serving certificate must be valid for at least a day, not {days}")
+        # Imported here: cryptography takes tens of milliseconds to import, which an
+        # operator whose certificates come from files (or that serves no webhook) never needs.
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
         now = datetime.datetime.now(datetime.UTC)
         start, end = now - datetime.timedelta(minutes=1), now + datetime.timedelta(days=days)
         ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -260,6 +264,8 @@ def _server_context() -> ssl.SSLContext:
 
 
 def _general_name(host: str) -> x509.GeneralName:
+    from cryptography import x509
+
     try:
         return x509.IPAddress(ipaddress.ip_address(host))
     except ValueError:
