@@ -12,63 +12,16 @@ in-process only; the rest runs on both backends.
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
+from informer_helpers import Recorder, cm, data_of, names, running
 
-from reconcilekit import Client, EventHandler, ObjectKey
+from reconcilekit import Client
 from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import Cluster, FakeClock, TCPProxy, eventually
-
-SYSTEM_OBJECTS = frozenset({"kube-root-ca.crt"})
-
-
-def cm(name: str, **data: str) -> dict[str, Any]:
-    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
-    if data:
-        obj["data"] = data
-    return obj
-
-
-class Recorder:
-    """(kind, name, data) of what handlers were told, system objects left out."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, Any]] = []
-
-    def handler(self) -> EventHandler:
-        return EventHandler(
-            on_add=lambda o: self._record("add", o, o.get("data")),
-            on_update=lambda old, new: self._record("update", new,
-                                                    (old.get("data"), new.get("data"))),
-            on_delete=lambda o: self._record("delete", o, o.get("data")))
-
-    def _record(self, kind: str, obj: Mapping[str, Any], detail: Any) -> None:
-        if obj["metadata"]["name"] not in SYSTEM_OBJECTS:
-            self.events.append((kind, obj["metadata"]["name"], detail))
-
-
-@asynccontextmanager
-async def running(informer: Informer) -> AsyncIterator[Informer]:
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(informer.run)
-        await eventually(lambda: informer.has_synced and informer.statistics().watching)
-        yield informer
-        tg.cancel_scope.cancel()
-
-
-def names(informer: Informer) -> list[str]:
-    return [name for o in informer.store.list()
-            if (name := o["metadata"]["name"]) not in SYSTEM_OBJECTS]
-
-
-def data_of(informer: Informer, ns: str, name: str) -> Mapping[str, str] | None:
-    obj = informer.store.get(ObjectKey(ns, name))
-    return None if obj is None else obj.get("data")
 
 
 async def test_a_list_is_read_in_pages_and_told_once_per_object(

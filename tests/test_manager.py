@@ -175,24 +175,27 @@ async def test_sync_timeout_names_the_missing_resource(client: Client) -> None:
     assert "things.nothing.example.com/v1 (last error: 404 NotFound" in str(errors[0])
 
 
+class Tracking(Reconciler):
+    """Records, under its replica's name, each object it reconciles."""
+
+    def __init__(self, who: str, seen: dict[str, list[str]]) -> None:
+        self.who, self.seen = who, seen
+
+    async def reconcile(self, request: Request) -> Result:
+        self.seen[self.who].append(request.name)
+        return Result.done()
+
+
 async def test_only_the_leader_reconciles_and_a_standby_takes_over(apiserver: Cluster,
                                                                    client: Client) -> None:
     ns = apiserver.namespace
     clock = FakeClock()
     seen: dict[str, list[str]] = {"a": [], "b": []}
 
-    class Tracking(Reconciler):
-        def __init__(self, who: str) -> None:
-            self.who = who
-
-        async def reconcile(self, request: Request) -> Result:
-            seen[self.who].append(request.name)
-            return Result.done()
-
     def make(who: str) -> Manager:
         manager = Manager(client, namespace=ns, http_addr=None, clock=clock,
                           coordination=LeaderElection(name="demo-lock"), identity=who)
-        manager.controller().for_(CONFIG_MAPS).complete(Tracking(who))
+        manager.controller().for_(CONFIG_MAPS).complete(Tracking(who, seen))
         return manager
 
     first, second = make("a"), make("b")
@@ -224,18 +227,10 @@ async def test_a_cold_standby_lists_nothing_until_it_takes_the_lease(apiserver: 
     clock = FakeClock()
     seen: dict[str, list[str]] = {"a": [], "b": []}
 
-    class Tracking(Reconciler):
-        def __init__(self, who: str) -> None:
-            self.who = who
-
-        async def reconcile(self, request: Request) -> Result:
-            seen[self.who].append(request.name)
-            return Result.done()
-
     def make(who: str) -> Manager:
         manager = Manager(client, namespace=ns, http_addr=None, clock=clock, identity=who,
                           coordination=LeaderElection(name="cold-lock", standby="cold"))
-        manager.controller().for_(CONFIG_MAPS).complete(Tracking(who))
+        manager.controller().for_(CONFIG_MAPS).complete(Tracking(who, seen))
         return manager
 
     first, second = make("a"), make("b")
