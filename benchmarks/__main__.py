@@ -8,9 +8,10 @@ runner streams their progress to stderr, prints one combined table, and with
 
 Options: ``--only NAME`` (repeatable) runs a subset; ``--quick`` passes
 ``--quick`` to benchmarks that support it (smaller sizes, for a smoke run).
-``install`` (packages downloaded into fresh venvs, a few minutes) and ``scale``
+``install`` (packages downloaded into fresh venvs, a few minutes), ``scale``
 (100,000 Pods written to kube-apiserver, then informers of two libraries, the
-better part of an hour) run only when named with ``--only``.
+better part of an hour) and ``failover`` (30,000 Pods, then leaders killed,
+some minutes) run only when named with ``--only``.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "performance.md"
-BENCHMARKS = ("apiserver", "control_plane", "workqueue", "store", "informer", "kinds", "e2e")
-QUICK_CAPABLE = {"e2e", "scale"}
-ON_REQUEST = ("install", "scale")  # only with --only: each takes minutes or more
+BENCHMARKS = ("apiserver", "control_plane", "workqueue", "store", "informer", "kinds", "startup",
+              "e2e")
+QUICK_CAPABLE = {"e2e", "failover", "scale"}
+ON_REQUEST = ("install", "failover", "scale")  # only with --only: each takes minutes or more
 
 
 def _available() -> list[str]:

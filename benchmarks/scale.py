@@ -77,11 +77,11 @@ from reconcilekit import AlreadyExists, Client
 from reconcilekit._client_config import load_kubeconfig
 from reconcilekit.kinds import NAMESPACES, PODS
 from reconcilekit.testing import ControlPlane
-from reconcilekit.testing._control_plane import assets_from_env
 
 from .__main__ import machine
 from .e2e import _proc_stats
 from .scale_go import CLIENT_GO, go_subject
+from .servers import add_assets_option, kube_apiserver_version
 from .store import realistic_pod
 
 NAMESPACES_USED = 20
@@ -309,9 +309,7 @@ async def run(args: argparse.Namespace, go_argv: list[str] | None, go_note: str 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scale",
                                      description=__doc__.split("\n")[0])
-    parser.add_argument("--assets", metavar="DIR", default=assets_from_env(),
-                        help="etcd and kube-apiserver binaries "
-                             "(default $RECONCILEKIT_TEST_ASSETS)")
+    add_assets_option(parser)
     parser.add_argument("--sizes", default="10000,30000,100000")
     parser.add_argument("--quick", action="store_true", help="--sizes 2000")
     parser.add_argument("--go", choices=("auto", "off"), default="auto")
@@ -331,8 +329,7 @@ def main(argv: list[str] | None = None) -> None:
     go_argv, go_note, go_version = go_subject(args.go, args.go_binary)
     if go_note:
         _progress(f"client-go: {go_note}")
-    server = subprocess.run([str(Path(args.assets) / "kube-apiserver"), "--version"],
-                            capture_output=True, text=True, check=False).stdout.strip()
+    server = kube_apiserver_version(args.assets)
     versions = (f"{server}, etcd quota {ETCD_QUOTA // 1024**3} GiB; reconcilekit "
                 f"{metadata.version('reconcilekit')}; client-go {CLIENT_GO}"
                 + (f" built with {go_version}" if go_version else ""))

@@ -6,6 +6,7 @@ that does not share its process (so the client's CPU is its own).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import subprocess
 import sys
@@ -14,7 +15,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-__all__ = ["api_server"]
+from reconcilekit.testing._control_plane import assets_from_env
+
+__all__ = ["add_assets_option", "api_server", "kube_apiserver_version"]
 
 
 @asynccontextmanager
@@ -40,3 +43,16 @@ async def api_server(assets: str | None = None) -> AsyncIterator[Path]:
         finally:
             proc.terminate()
             await proc.wait()
+
+
+def add_assets_option(parser: argparse.ArgumentParser) -> None:
+    """``--assets DIR``: the etcd and kube-apiserver binaries a benchmark starts."""
+    parser.add_argument("--assets", metavar="DIR", default=assets_from_env(),
+                        help="etcd and kube-apiserver binaries "
+                             "(default $RECONCILEKIT_TEST_ASSETS)")
+
+
+def kube_apiserver_version(assets: str) -> str:
+    """What ``kube-apiserver --version`` of ``assets`` says (``Kubernetes v1.28.7``)."""
+    return subprocess.run([str(Path(assets) / "kube-apiserver"), "--version"],
+                          capture_output=True, text=True, check=False).stdout.strip()

@@ -304,7 +304,8 @@ class WebhookServer:
                      deadline: float) -> tuple[Verdict, list[Obj] | None]:
         if hook.type == "mutating" and request.object is None:
             return Verdict.allow(), None  # nothing to default on DELETE/CONNECT
-        original = copy.deepcopy(request.object)
+        # What a defaulter's answer is diffed against (a validator's changes go nowhere).
+        original = copy.deepcopy(request.object) if hook.type == "mutating" else None
         done, outcome = await self._within(deadline, hook.handler(request))
         if not done:
             return Verdict(False, f"webhook {hook.name} did not answer within {deadline:.1f}s",
