@@ -238,6 +238,32 @@ async def test_a_slow_handler_is_denied_inside_the_api_servers_timeout(
         "message": "webhook validate.widgets.example.com did not answer within 3.0s"}
 
 
+async def test_on_the_system_clock_a_handler_past_its_deadline_is_cancelled() -> None:
+    # The real clock's deadline is the loop's own (no timer task per review); one already
+    # passed cancels the handler at its first wait, so nothing waits in real time here.
+    server = WebhookServer(port=0)
+    cancelled = anyio.Event()
+
+    async def slow() -> str:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "unreachable"
+
+    async def fast() -> str:
+        return "answered"
+
+    async def failing() -> str:
+        raise ValueError("bad spec")
+
+    done, outcome = await server._within(0, slow())
+    assert (done, type(outcome), cancelled.is_set()) == (False, TimeoutError, True)
+    assert await server._within(10, fast()) == (True, "answered")
+    done, outcome = await server._within(10, failing())
+    assert done and isinstance(outcome, ValueError) and str(outcome) == "bad spec"
+
+
 async def test_a_body_that_is_not_a_review_gets_400_naming_the_problem(
         server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
     server, _ = server_and_clock

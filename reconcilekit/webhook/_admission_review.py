@@ -91,6 +91,8 @@ class AdmissionRequest:
     ``kind``/``resource`` are ``{group, version, kind|resource}`` of the
     object as the webhook matched it (``request_kind``/``request_resource``:
     as the client sent it, which differs under ``matchPolicy: Equivalent``).
+    ``object``, ``old_object`` and ``options`` are the review's own dicts, not
+    copies: the server decodes each review for one handler.
     """
 
     uid: str
@@ -164,18 +166,19 @@ def review_request(review: Any, api_version: str, kind: str, setting: str) -> An
 
 def nests_deeper(value: Any, limit: int) -> bool:
     """Whether ``value`` has objects or lists nested more than ``limit`` levels (iterative:
-    safe on any depth)."""
+    safe on any depth). Decoded JSON is dicts and lists: other mappings are not walked."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, level = stack.pop()
-        children = (item.values() if isinstance(item, Mapping)
+        children = (item.values() if isinstance(item, dict)
                     else item if isinstance(item, list) else None)
         if children is None:
             continue
         if level > limit:
             return True
-        stack.extend((child, level + 1) for child in children
-                     if isinstance(child, Mapping | list))
+        for child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, level + 1))
     return False
 
 
@@ -235,7 +238,11 @@ def _reason(code: int) -> str:
 
 
 def _object(value: Any) -> Obj | None:
-    return copy.deepcopy(dict(value)) if isinstance(value, Mapping) else None
+    # The review's own dict, not a copy: the server decodes each review afresh and hands
+    # its objects to one handler (a defaulter's answer is diffed against a copy it keeps).
+    if isinstance(value, dict):
+        return value
+    return dict(value) if isinstance(value, Mapping) else None
 
 
 def _strings(value: Any) -> dict[str, str]:
