@@ -58,30 +58,41 @@ def _progress(text: str) -> None:
 class Replica:
     """One operator process, and the JSON lines it printed."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, name: str) -> None:
-        self.proc, self.name = proc, name
+    def __init__(self, proc: asyncio.subprocess.Process, name: str, log: Path) -> None:
+        self.proc, self.name, self.log = proc, name, log
+        self.seen: dict[str, dict[str, Any]] = {}  # the first line of each event
 
     @classmethod
     async def start(cls, kubeconfig: Path, identity: str, lease: str, standby: str) -> Replica:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "benchmarks.failover_subject", "--kubeconfig",
-            str(kubeconfig), "--identity", identity, "--lease", lease, "--standby", standby,
-            stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent)
-        return cls(proc, identity)
+        log = kubeconfig.with_name(f"{lease}-{identity}.log")
+        with log.open("wb") as err:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "benchmarks.failover_subject", "--kubeconfig",
+                str(kubeconfig), "--identity", identity, "--lease", lease, "--standby",
+                standby, stdout=subprocess.PIPE, stderr=err, cwd=Path(__file__).parent.parent)
+        return cls(proc, identity, log)
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     async def until(self, event: str, within: float) -> dict[str, Any]:
-        """The next line telling of ``event`` (earlier lines are skipped)."""
+        """The line telling of ``event``, read already or when it comes (the replica's
+        lines may come in another order than they are asked for)."""
         assert self.proc.stdout is not None
-        with anyio.fail_after(within):
-            while True:
+        with anyio.move_on_after(within):
+            while event not in self.seen:
                 line = await self.proc.stdout.readline()
                 if not line:
                     code = await self.proc.wait()
                     raise RuntimeError(f"replica {self.name} ended (exit code {code}) "
-                                       f"before {event}")
+                                       f"before {event}; the end of its log:\n"
+                                       f"{self.log_tail()}")
                 got: dict[str, Any] = json.loads(line)
-                if got["event"] == event:
-                    return got
+                self.seen.setdefault(got["event"], got)
+        if event in self.seen:
+            return self.seen[event]
+        raise RuntimeError(f"replica {self.name}: no {event} within {within:.0f}s; the end of "
+                           f"its log:\n{self.log_tail()}")
 
     async def kill(self) -> float:
         """SIGKILL; the Unix time it was sent."""
