@@ -8,6 +8,7 @@ the in-process server) call it.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import re
 import uuid
@@ -27,6 +28,7 @@ from reconcilekit.testing import FakeClock, eventually
 from reconcilekit.webhook import (
     AdmissionDenied,
     AdmissionRequest,
+    MalformedReview,
     ServingCertificate,
     Verdict,
     WebhookServer,
@@ -262,6 +264,29 @@ async def test_on_the_system_clock_a_handler_past_its_deadline_is_cancelled() ->
     assert await server._within(10, fast()) == (True, "answered")
     done, outcome = await server._within(10, failing())
     assert done and isinstance(outcome, ValueError) and str(outcome) == "bad spec"
+
+
+@pytest.mark.parametrize("depth", [10, 246, 247, 400])
+@pytest.mark.parametrize("padding", [0, 300])
+def test_the_depth_check_counts_brackets_only_to_skip_a_walk_that_could_not_fail(
+        depth: int, padding: int) -> None:
+    # The nested lists start at level 5 of the review: 246 of them reach the limit of 250.
+    # Brackets inside strings (padding) push the count over the limit without nesting;
+    # depth 10 without padding is a body of few brackets, whose walk is skipped.
+    nested: Any = "leaf"
+    for _ in range(depth):
+        nested = [nested]
+    obj = widget(deep=nested, note="[{" * padding)
+    data = review(obj)
+    body = json.dumps(data).encode()  # orjson writes no more than 254 levels
+    if depth > 246:
+        with pytest.raises(MalformedReview, match="deeper than 250 levels"):
+            AdmissionRequest.from_review(data, body=body)
+        with pytest.raises(MalformedReview, match="deeper than 250 levels"):
+            AdmissionRequest.from_review(data)
+    else:
+        assert AdmissionRequest.from_review(data, body=body).object == obj
+        assert AdmissionRequest.from_review(data).object == obj
 
 
 async def test_a_body_that_is_not_a_review_gets_400_naming_the_problem(

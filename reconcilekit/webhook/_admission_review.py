@@ -111,10 +111,13 @@ class AdmissionRequest:
     request_resource: Mapping[str, str]
 
     @classmethod
-    def from_review(cls, review: Any) -> AdmissionRequest:
-        """Decode an AdmissionReview v1; :class:`MalformedReview` says what is missing."""
+    def from_review(cls, review: Any, *, body: bytes | None = None) -> AdmissionRequest:
+        """Decode an AdmissionReview v1; :class:`MalformedReview` says what is missing.
+
+        ``body``, the JSON ``review`` was decoded from, spares the depth check's
+        walk when it holds too few brackets to nest that deep."""
         req = review_request(review, ADMISSION_V1, "AdmissionReview",
-                             "the webhook's admissionReviewVersions")
+                             "the webhook's admissionReviewVersions", body=body)
         if not isinstance(req, Mapping):
             raise MalformedReview("the AdmissionReview has no request")
         uid, operation = req.get("uid"), req.get("operation")
@@ -148,13 +151,17 @@ class AdmissionRequest:
             request_resource=_strings(req.get("requestResource")) or resource)
 
 
-def review_request(review: Any, api_version: str, kind: str, setting: str) -> Any:
+def review_request(review: Any, api_version: str, kind: str, setting: str, *,
+                   body: bytes | None = None) -> Any:
     """The ``request`` of a review of ``kind`` at ``api_version``; :class:`MalformedReview`
     if the body is another kind or version (``setting`` names what to fix), or nests
-    deeper than :data:`MAX_DEPTH`."""
+    deeper than :data:`MAX_DEPTH`. ``review`` is walked for its depth unless ``body``, the
+    JSON it was decoded from, has no more opening brackets than that (each level needs
+    one: brackets inside strings only add to the count)."""
     if not isinstance(review, Mapping):
         raise MalformedReview("the body is not a JSON object")
-    if nests_deeper(review, MAX_DEPTH):
+    shallow = body is not None and body.count(b"{") + body.count(b"[") <= MAX_DEPTH
+    if not shallow and nests_deeper(review, MAX_DEPTH):
         raise MalformedReview(f"the body nests objects and lists deeper than {MAX_DEPTH} "
                               f"levels, more than this server decodes")
     if review.get("apiVersion") != api_version or review.get("kind") != kind:

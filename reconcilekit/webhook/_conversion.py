@@ -93,10 +93,12 @@ class Conversion:
         return out
 
 
-def conversion_request(review: Any) -> tuple[str, str, list[Obj]]:
-    """(uid, desiredAPIVersion, objects) of a ConversionReview v1."""
+def conversion_request(review: Any, *, body: bytes | None = None
+                       ) -> tuple[str, str, list[Obj]]:
+    """(uid, desiredAPIVersion, objects) of a ConversionReview v1 (``body``: the JSON it
+    was decoded from, as for :meth:`AdmissionRequest.from_review`)."""
     req = review_request(review, CONVERSION_V1, "ConversionReview",
-                         "the CRD's conversionReviewVersions")
+                         "the CRD's conversionReviewVersions", body=body)
     if not isinstance(req, Mapping) or not isinstance(req.get("uid"), str):
         raise MalformedReview("the ConversionReview has no request with a uid")
     desired = req.get("desiredAPIVersion")

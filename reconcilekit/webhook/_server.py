@@ -286,8 +286,9 @@ class WebhookServer:
         async def handle(request: web.Request) -> web.Response:
             started = time.perf_counter()
             try:
-                review = orjson.loads(await _read(request))
-                admission = AdmissionRequest.from_review(review)
+                body = await _read(request)
+                review = orjson.loads(body)
+                admission = AdmissionRequest.from_review(review, body=body)
             except (orjson.JSONDecodeError, MalformedReview, _TooLarge) as err:
                 return self._bad_request(hook.path, err)
             verdict, patch = await self._admit(hook, admission,
@@ -367,7 +368,8 @@ class WebhookServer:
     async def _convert(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
         try:
-            uid, desired, objects = conversion_request(orjson.loads(await _read(request)))
+            body = await _read(request)
+            uid, desired, objects = conversion_request(orjson.loads(body), body=body)
         except (orjson.JSONDecodeError, MalformedReview, _TooLarge) as err:
             return self._bad_request(CONVERT_PATH, err)
         converted: list[Obj] = []
