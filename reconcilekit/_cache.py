@@ -60,7 +60,7 @@ from ._informer import (
     metadata_only,
     strip_managed_fields,
 )
-from ._objects import Obj, ObjectKey, Resource, TypedResource, object_key
+from ._objects import Obj, ObjectKey, Resource, TypedResource, object_key, resource_version_of
 from ._rv_expectations import ResourceVersionExpectations
 from ._selectors import LabelSelector
 
@@ -479,26 +479,23 @@ class Cache:
     def _on_write(self, record: WriteRecord) -> None:
         # Only what this cache watches can ever be observed: an expectation for
         # anything else (Events, say) would only wait for its timeout.
-        if not any(key.resource == record.resource for key in self._informers):
+        informers = [informer for informer_key, informer in self._informers.items()
+                     if informer_key.resource == record.resource]
+        if not informers:
             return
         if not _holds(self._scopes[record.resource].scope, record.key.namespace):
             return  # outside the scope: never observed either
         if record.resource_version and not record.deleted:
             key = (record.resource, record.key)
-            for informer_key, informer in self._informers.items():
+            for informer in informers:
                 # What the cache holds already counts (it observed no version of its own).
-                raw = (informer.store.get_raw(record.key)
-                       if informer_key.resource == record.resource else None)
-                held = "" if raw is None else _resource_version(orjson.loads(raw))
+                raw = informer.store.get_raw(record.key)
+                held = "" if raw is None else resource_version_of(orjson.loads(raw))
                 if held:
                     self.own_writes.observed(key, held)
             self.own_writes.expect(key, record.resource_version)
         elif record.deleted:
             self.own_writes.delete((record.resource, record.key))
-
-
-def _resource_version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _holds(scope: CacheScope, namespace: str) -> bool:

@@ -31,9 +31,9 @@ rarely read and which is often a third of a Pod's size.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import orjson
@@ -41,7 +41,7 @@ import orjson
 from ._backoff import Backoff
 from ._client import Client
 from ._clock import Clock, SystemClock
-from ._objects import Obj, ObjectKey, Resource, object_key
+from ._objects import Obj, ObjectKey, Resource, object_key, resource_version_of
 from ._store import NAMESPACE_INDEX, IndexFunc, Prepared, Store, encode
 from ._watcher import Watcher
 
@@ -105,10 +105,6 @@ class InformerStatistics:
     watching: bool
     last_error: str | None
     bytes: int = 0  # the JSON the store holds for its objects
-
-
-def _rv(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 class Informer:
@@ -294,11 +290,11 @@ class Informer:
         key = object_key(prepared)
         if event_type == "DELETED":
             held = self.store.delete(key)
-            self._observe_version(key, _rv(prepared))
+            self._observe_version(key, resource_version_of(prepared))
             if held is not None:  # else a relist told it already (as client-go's DeltaFIFO)
                 self._notify_delete(prepared)  # a DELETED event carries the last state
         else:
-            self._upsert(key, self.store.prepare(prepared), _rv(prepared), prepared)
+            self._upsert(key, self.store.prepare(prepared), resource_version_of(prepared), prepared)
 
     def _observe_version(self, key: ObjectKey, resource_version: str) -> None:
         if resource_version:
@@ -313,7 +309,7 @@ class Informer:
         old = None
         if stored is not None and stored != prepared.raw and self._handlers:
             old = orjson.loads(stored)
-        if stored == prepared.raw or (old is not None and rv and _rv(old) == rv):
+        if stored == prepared.raw or (old is not None and rv and resource_version_of(old) == rv):
             self._observe_version(key, rv)
             return  # nothing new: a replayed or relisted unchanged object
         self.store.put_prepared(key, prepared)
@@ -387,7 +383,7 @@ class Listing:
             if admit is not None and not admit(obj):
                 continue
             prepared = transform(obj) if transform is not None else obj
-            fresh[object_key(prepared)] = (store.prepare(prepared), _rv(prepared))
+            fresh[object_key(prepared)] = (store.prepare(prepared), resource_version_of(prepared))
 
     def finish(self, resource_version: str) -> None:
         """The list is complete, at ``resource_version``: converge to it."""

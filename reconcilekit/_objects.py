@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, TypeVar
 
-__all__ = ["Obj", "ObjectKey", "Resource", "TypedResource", "object_key"]
+__all__ = ["Obj", "ObjectKey", "Resource", "TypedResource", "object_key", "resource_version_of"]
 
 Obj: TypeAlias = dict[str, Any]
 """A Kubernetes object as decoded JSON (``apiVersion``, ``kind``, ``metadata``, ...)."""
@@ -107,3 +107,8 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     """The :class:`ObjectKey` of a raw object."""
     meta = obj.get("metadata") or {}
     return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
+
+
+def resource_version_of(obj: Mapping[str, Any]) -> str:
+    """A raw object's ``metadata.resourceVersion``; ``""`` when it has none."""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
