@@ -9,6 +9,8 @@ Expected flow:
    ``begin_list`` gets each page's items in turn and ``finish`` with the
    list's resourceVersion once the last page is read (so neither keeps the
    whole list decoded); any other gets the complete list in ``replace``.
+   The next page is asked for as soon as a page arrives, so the server
+   reads it while this one is stored (at most two pages held decoded).
    The sink converges to the complete list. A list whose continue token
    expires midway (410) starts over from the first page, with a new
    ``begin_list``, up to 3 times; a list that fails is never finished.
@@ -71,15 +73,18 @@ clock, so tests drive them with :class:`reconcilekit.testing.FakeClock`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import aiohttp
 import anyio
+import anyio.abc
+import anyio.lowlevel
 
 from ._backoff import Backoff
 from ._client import PARTIAL_OBJECT_METADATA, Client
@@ -88,13 +93,42 @@ from ._clock import Clock, SystemClock
 from ._errors import APIConnectionError, APIError, Gone, describe_error, error_from_status
 from ._logging import RepeatFilter
 from ._objects import Resource
-from ._watch_sink import WatchSink, begin_list
+from ._watch_sink import ListSink, WatchSink, begin_list
 
 __all__ = ["DeadWatchError", "Watcher", "WatcherStatistics"]
 
 logger = logging.getLogger("reconcilekit.watcher")
 _SYSTEM_CLOCK: Final = SystemClock()
 _LIST_RESTARTS: Final = 3  # a list whose continue token expires starts over at most this often
+
+
+_ADD_BATCH: Final = 50  # objects stored between two yields to the event loop during a list
+
+
+class _PageAhead:
+    """The next list page, read while the current one is stored."""
+
+    __slots__ = ("_done", "_error", "_page")
+
+    def __init__(self) -> None:
+        self._done = anyio.Event()
+        self._page: dict[str, Any] | None = None
+        self._error: Exception | None = None
+
+    async def read(self, request: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        try:
+            self._page = await request()
+        except Exception as err:  # raised where the page is awaited
+            self._error = err
+        finally:
+            self._done.set()
+
+    async def result(self) -> dict[str, Any]:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._page is not None
+        return self._page
 
 
 class _ExpiredMidway(Exception):
@@ -269,28 +303,39 @@ class Watcher:
 
     async def _pages(self, sink: WatchSink, shards: str | None) -> str:
         """Read one list page by page into a new :class:`ListSink`, finish it, and return
-        its resourceVersion (Gone if its continue token expires after the first page)."""
-        listing = begin_list(sink)
-        token: str | None = None
-        rv = ""
+        its resourceVersion (Gone if its continue token expires after the first page).
+
+        The next page is asked for as soon as a page arrives, so the server
+        reads it from etcd while this one is stored, yielding to the event loop
+        every few dozen objects: the list takes the longer of the server's time
+        and this process's, not their sum. At most two pages are held decoded.
+        """
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tasks:
+            try:
+                return await self._read_pages(begin_list(sink), shards, tasks)
+            except Exception as err:  # raised as itself, not in an exception group
+                failure = err
+                tasks.cancel_scope.cancel()
+        assert failure is not None
+        raise failure
+
+    async def _read_pages(self, listing: ListSink, shards: str | None,
+                          tasks: anyio.abc.TaskGroup) -> str:
+        page = await self._page(None, shards)
+        meta = page.get("metadata") or {}
+        rv = str(meta.get("resourceVersion") or "")
+        if shards is not None:
+            self.server_sharded = bool(meta.get("shardInfo"))
+        self._shard_in_use = shards if self.server_sharded else None
         kind, api_version = self.resource.kind, self.resource.api_version
         while True:
-            try:
-                page = await self.client.list(
-                    self.resource, self.namespace, label_selector=self.label_selector,
-                    field_selector=self.field_selector, limit=self.page_size,
-                    continue_=token, metadata_only=self.metadata_only, shard_selector=shards)
-            except Gone as err:
-                if token is None:
-                    raise
-                raise _ExpiredMidway(err) from None
-            meta = page.get("metadata") or {}
-            if token is None:
-                rv = str(meta.get("resourceVersion") or "")
-                if shards is not None:
-                    self.server_sharded = bool(meta.get("shardInfo"))
-                self._shard_in_use = shards if self.server_sharded else None
+            token = meta.get("continue") or None
+            ahead = _PageAhead()
+            if token:
+                tasks.start_soon(ahead.read, functools.partial(self._page, token, shards))
             items = page.get("items") or []
+            del page, meta  # only the page's items, until the sink has them
             if self.metadata_only:  # PartialObjectMetadata: named as what they describe
                 for item in items:
                     item["apiVersion"], item["kind"] = api_version, kind
@@ -298,13 +343,24 @@ class Watcher:
                 for item in items:  # list items of built-in kinds come without kind/apiVersion
                     item.setdefault("apiVersion", api_version)
                     item.setdefault("kind", kind)
-            token = meta.get("continue") or None
-            del page, meta  # only the page's items, until the sink has them
-            listing.add(items)
-            del items  # the next page is read with none of this one held
+            for start in range(0, len(items), _ADD_BATCH):
+                listing.add(items[start:start + _ADD_BATCH])
+                await anyio.lowlevel.checkpoint()  # the next page's request gets sent, read
+            del items  # the next page is decoded with none of this one held
             if not token:
                 listing.finish(rv)
                 return rv
+            try:
+                page = await ahead.result()
+            except Gone as err:
+                raise _ExpiredMidway(err) from None
+            meta = page.get("metadata") or {}
+
+    async def _page(self, token: str | None, shards: str | None) -> dict[str, Any]:
+        return await self.client.list(
+            self.resource, self.namespace, label_selector=self.label_selector,
+            field_selector=self.field_selector, limit=self.page_size, continue_=token,
+            metadata_only=self.metadata_only, shard_selector=shards)
 
     def _relist_due(self) -> bool:
         return (self.relist_period is not None

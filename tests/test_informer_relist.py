@@ -20,7 +20,7 @@ from informer_helpers import Recorder, cm, data_of, names, running
 
 from reconcilekit import Client
 from reconcilekit.kinds import CONFIG_MAPS
-from reconcilekit.lowlevel import Informer
+from reconcilekit.lowlevel import Informer, Watcher
 from reconcilekit.testing import Cluster, FakeClock, TCPProxy, eventually
 
 
@@ -186,3 +186,48 @@ async def test_a_deletion_is_told_once_though_the_watch_reports_it_after_a_relis
                                                    "resourceVersion": "7"}))
     assert recorder.events == [("add", "kept", None), ("add", "gone", None),
                                ("delete", "gone", None)]
+
+
+class _PageRecorder:
+    """A watch sink that records, at each batch of a list's objects it is given, how
+    many list requests its client has started (answered or in flight)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.batches: list[tuple[int, int]] = []  # (objects, list requests started)
+        self.finished = anyio.Event()
+
+    def begin_list(self) -> _PageRecorder:
+        return self
+
+    def add(self, objects: list[dict[str, Any]]) -> None:
+        stats = self.client.statistics()
+        answered = sum(n for (verb, _), n in stats.requests.items() if verb == "list")
+        self.batches.append((len(objects), answered + stats.in_flight))
+
+    def finish(self, resource_version: str) -> None:
+        self.finished.set()
+
+    def replace(self, objects: list[dict[str, Any]], resource_version: str) -> None:
+        raise AssertionError("a sink with begin_list is given pages")
+
+    def apply(self, event_type: str, obj: dict[str, Any]) -> None:
+        pass
+
+
+async def test_the_next_page_is_asked_for_while_a_page_is_stored(
+        apiserver: Cluster, client: Client) -> None:
+    """The server reads page n + 1 while page n goes into the store, in batches of 50
+    with the event loop let run between them; the pages still arrive whole and in
+    order."""
+    ns = apiserver.namespace
+    for i in range(129):  # and kube-root-ca.crt: 130 objects, pages of 60, 60 and 10
+        await client.create(CONFIG_MAPS, cm(f"o{i:03}"), ns)
+    watcher = Watcher(client, CONFIG_MAPS, namespace=ns, page_size=60)
+    sink = _PageRecorder(client)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run, sink)
+        await sink.finished.wait()
+        tg.cancel_scope.cancel()
+    # page 1's first batch: only its own request; its second: page 2's sent as well
+    assert sink.batches == [(50, 1), (10, 2), (50, 2), (10, 3), (10, 3)]
