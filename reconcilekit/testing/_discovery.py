@@ -12,7 +12,9 @@ higher one) from the first version that serves them.
 
 Guarantees: subresources (``pods/status``) are left out; a group version
 whose discovery fails (an aggregated API whose backend is down) is named in
-``failed`` rather than silently skipped.
+``failed`` rather than silently skipped. A group version that answers 404
+serves nothing: its last CRD was deleted, and ``/apis`` still named it (seen
+on kube-apiserver a moment after such a deletion).
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ async def served_resources(cluster: Requests) -> Served:
     seen: set[tuple[str, str]] = set()  # (group, resource): its first version wins
     for gv in versions:
         got = await cluster.request("GET", "/api/v1" if gv == "v1" else f"/apis/{gv}")
+        if got.status == 404:  # removed since /apis named it (its last CRD just deleted)
+            continue
         if got.status != 200:
             served.failed[gv] = f"{got.status} {got.body}"
             continue

@@ -78,6 +78,8 @@ async def snapshot(cluster: Requests) -> Snapshot:
             continue
         listed = await cluster.request("GET", resource.path(), headers={
             "Accept": METADATA_LIST})
+        if listed.status == 404:  # its CRD deleted since discovery: nothing left of it
+            continue
         if listed.status != 200:
             shot.failed[str(resource)] = f"{listed.status}"
             continue
