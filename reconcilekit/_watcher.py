@@ -346,7 +346,7 @@ class Watcher:
             for start in range(0, len(items), _ADD_BATCH):
                 listing.add(items[start:start + _ADD_BATCH])
                 await anyio.lowlevel.checkpoint()  # the next page's request gets sent, read
-            del items  # the next page is decoded with none of this one held
+            del items  # (this page and the next are all that is ever held decoded)
             if not token:
                 listing.finish(rv)
                 return rv
