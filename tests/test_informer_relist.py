@@ -195,6 +195,7 @@ class _PageRecorder:
     def __init__(self, client: Client) -> None:
         self.client = client
         self.batches: list[tuple[int, int]] = []  # (objects, list requests started)
+        self.names: list[str] = []
         self.finished = anyio.Event()
 
     def begin_list(self) -> _PageRecorder:
@@ -204,6 +205,7 @@ class _PageRecorder:
         stats = self.client.statistics()
         answered = sum(n for (verb, _), n in stats.requests.items() if verb == "list")
         self.batches.append((len(objects), answered + stats.in_flight))
+        self.names += (o["metadata"]["name"] for o in objects)
 
     def finish(self, resource_version: str) -> None:
         self.finished.set()
@@ -231,3 +233,4 @@ async def test_the_next_page_is_asked_for_while_a_page_is_stored(
         tg.cancel_scope.cancel()
     # page 1's first batch: only its own request; its second: page 2's sent as well
     assert sink.batches == [(50, 1), (10, 2), (50, 2), (10, 3), (10, 3)]
+    assert sink.names == sorted(["kube-root-ca.crt", *(f"o{i:03}" for i in range(129))])

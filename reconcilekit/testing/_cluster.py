@@ -252,8 +252,9 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
     A real server is named by ``kubeconfig`` (a path) or by a kubernetes-asyncio
     ``configuration`` (a :class:`ControlPlane`'s, say; ``kubeconfig`` then names
     the file a subprocess should use). The namespace is usable when this
-    yields: where the cluster makes ServiceAccounts (kube-controller-manager
-    runs), its ``default`` one exists. It carries the annotation
+    yields: where the cluster makes them (kube-controller-manager runs), its
+    ``default`` ServiceAccount and ``kube-root-ca.crt`` ConfigMap exist. It
+    carries the annotation
     ``testing.reconcilekit.dev/test`` naming ``test``.
 
     Afterwards the namespace is deleted, and it must go: what the test left
@@ -299,7 +300,7 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
             raise RuntimeError(f"could not create test namespace {namespace}: "
                                f"{made.status} {made.body}")
         created = True
-        await _wait_for_default_service_account(cluster)
+        await _wait_for_namespace_defaults(cluster)
         yield cluster
     finally:
         try:
@@ -362,20 +363,27 @@ async def delete_objects(cluster: Cluster, paths: list[str], within: float = 60.
                        if (await cluster.request("GET", path)).status != 404]
 
 
-async def _wait_for_default_service_account(cluster: Cluster, within: float = 30.0) -> None:
-    """Wait until the namespace's ``default`` ServiceAccount exists, if the cluster makes them.
+async def _wait_for_namespace_defaults(cluster: Cluster, within: float = 30.0) -> None:
+    """Wait until the namespace's ``default`` ServiceAccount and ``kube-root-ca.crt``
+    ConfigMap exist, each if the cluster makes them.
 
-    Pods are refused in a namespace without it (the ServiceAccount admission
-    plugin); kube-controller-manager creates it a moment after the namespace.
-    A cluster whose own ``default`` namespace has none does not make them.
+    kube-controller-manager creates both a moment after the namespace (on a
+    loaded machine, seconds after). Pods are refused in a namespace without
+    the ServiceAccount (the ServiceAccount admission plugin), and a ConfigMap
+    arriving late would show up in a test's list or watch of its own
+    ConfigMaps. A cluster whose own ``default`` namespace has none does not
+    make them.
     """
-    path = "/api/v1/namespaces/{}/serviceaccounts/default"
-    if (await cluster.request("GET", path.format("default"))).status == 404:
-        return
+    paths = [path for path in ("/api/v1/namespaces/{}/serviceaccounts/default",
+                               "/api/v1/namespaces/{}/configmaps/kube-root-ca.crt")
+             if (await cluster.request("GET", path.format("default"))).status != 404]
     with anyio.move_on_after(within):
-        while True:  # polling the API server: nothing in this process can signal it
-            if (await cluster.request("GET", path.format(cluster.namespace))).status == 200:
-                return
-            await anyio.sleep(0.05)
-    raise RuntimeError(f"namespace {cluster.namespace} has no default ServiceAccount after "
+        while paths:  # polling the API server: nothing in this process can signal it
+            if (await cluster.request("GET", paths[0].format(cluster.namespace))).status == 200:
+                paths.pop(0)
+            else:
+                await anyio.sleep(0.05)
+        return
+    missing = paths[0].format(cluster.namespace)
+    raise RuntimeError(f"namespace {cluster.namespace}: {missing} not made after "
                        f"{within:g}s; is kube-controller-manager running?")

@@ -10,8 +10,9 @@ backends, chosen by the environment:
 * neither: a fresh in-process :class:`APIServer` per test (the default).
 
 On a real backend each test gets a namespace of its own (usable: its
-``default`` ServiceAccount exists), and tests marked ``in_process_only``
-(fault injection) are skipped with the reason. Cleanup on a real backend:
+``default`` ServiceAccount and ``kube-root-ca.crt`` ConfigMap exist), and tests
+marked ``in_process_only`` (fault injection) are skipped with the reason. Cleanup on
+a real backend:
 
 * the test's teardown deletes its namespace; a :class:`NamespaceReaper`
   waits for it to go in the background (releasing what holds it when it
