@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconcilekit.testing import APIServer, Cluster
+from reconcilekit.testing import APIServer, Cluster, HTTPResult
 from reconcilekit.testing._discovery import served_resources
 from reconcilekit.testing._leftovers import snapshot
 
@@ -113,9 +113,8 @@ async def test_kubeconfig_file_works_with_kubernetes_asyncio(tmp_path: object) -
         assert "default" in {ns.metadata.name for ns in namespaces.items}
 
 
-class _Answer:
-    def __init__(self, status: int, body: Any = None) -> None:
-        self.status, self.body = status, body
+def _answer(status: int, body: Any) -> HTTPResult:
+    return HTTPResult(status, {}, body)
 
 
 class _Scripted:
@@ -123,29 +122,29 @@ class _Scripted:
     group version that is gone, as kube-apiserver's does a moment after its last CRD is
     deleted."""
 
-    def __init__(self, answers: dict[str, _Answer]) -> None:
+    def __init__(self, answers: dict[str, HTTPResult]) -> None:
         self.answers = answers
 
     async def request(self, method: str, path: str, *, json: Any = None,
                       content_type: str | None = None,
-                      headers: Mapping[str, str] | None = None) -> _Answer:
-        return self.answers.get(path, _Answer(404, "404 page not found"))
+                      headers: Mapping[str, str] | None = None) -> HTTPResult:
+        return self.answers.get(path, _answer(404, "404 page not found"))
 
 
-def _resources(*names: str) -> _Answer:
-    return _Answer(200, {"resources": [
+def _resources(*names: str) -> HTTPResult:
+    return _answer(200, {"resources": [
         {"name": n, "kind": n.title(), "namespaced": False, "verbs": ["list"]} for n in names]})
 
 
 async def test_a_group_version_removed_since_apis_named_it_is_not_a_failure() -> None:
     gone, down = "example.com/v1", "metrics.example.com/v1"
     cluster = _Scripted({
-        "/apis": _Answer(200, {"groups": [
+        "/apis": _answer(200, {"groups": [
             {"preferredVersion": {"groupVersion": gv}, "versions": [{"groupVersion": gv}]}
             for gv in (gone, down)]}),
         "/api/v1": _resources("namespaces", "nodes"),
-        f"/apis/{down}": _Answer(503, "service unavailable"),
-        "/api/v1/namespaces": _Answer(200, {"items": [{"metadata": {"name": "default"}}]}),
+        f"/apis/{down}": _answer(503, "service unavailable"),
+        "/api/v1/namespaces": _answer(200, {"items": [{"metadata": {"name": "default"}}]}),
     })
     served = await served_resources(cluster)
     assert [str(r) for r in served.resources] == ["namespaces", "nodes"]
