@@ -26,7 +26,7 @@ import anyio
 import orjson
 
 from reconcilekit import Client, ObjectKey, strip_managed_fields
-from reconcilekit._watcher import Watcher
+from reconcilekit._cache.watcher import Watcher
 from reconcilekit.kinds import PODS
 from reconcilekit.lowlevel import Informer
 

@@ -77,7 +77,7 @@ from typing import Any
 import anyio
 
 from reconcilekit import AlreadyExists, Client
-from reconcilekit._client_config import load_kubeconfig
+from reconcilekit._client.config import load_kubeconfig
 from reconcilekit.kinds import NAMESPACES, PODS
 from reconcilekit.testing import ControlPlane
 

@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._client import Client
-from ._manager import Manager
+from ._client.client import Client
+from ._manager.manager import Manager
 from ._manifests import ManifestError, manifest_names, manifests, with_header
 from .rbac import InvalidPermission
 

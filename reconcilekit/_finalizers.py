@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
-from ._conflict_retry import http_status, retry_on_conflict
-from ._objects import Obj, Resource
+from ._foundations.conflict_retry import http_status, retry_on_conflict
+from ._foundations.objects import Obj, Resource
 
 __all__ = [
     "CleanupDone",

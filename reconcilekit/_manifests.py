@@ -33,11 +33,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ._objects import Obj, Resource
+from ._foundations.objects import Obj, Resource
 from .rbac import VERBS, Grant, required_permissions
 
 if TYPE_CHECKING:
-    from ._manager import Manager
+    from ._manager.manager import Manager
 
 __all__ = ["ManifestError", "ManifestNames", "manifests", "render"]
 

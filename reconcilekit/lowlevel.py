@@ -12,19 +12,19 @@ errors; the constants are wire-level resources and media types;
 what an operator needs day to day.
 """
 
-from ._backoff import Backoff as Backoff
-from ._client import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA
-from ._client import PARTIAL_OBJECT_METADATA_LIST as PARTIAL_OBJECT_METADATA_LIST
-from ._errors import error_from_response as error_from_response
-from ._errors import error_from_status as error_from_status
-from ._event_loop import event_loop_options as event_loop_options
-from ._informer import Informer as Informer
-from ._leaderelection import LeaderElector as LeaderElector
-from ._store import Store as Store
-from ._watch_sink import ListSink as ListSink
-from ._watch_sink import WatchSink as WatchSink
-from ._watcher import DeadWatchError as DeadWatchError
-from ._watcher import Watcher as Watcher
+from ._cache.backoff import Backoff as Backoff
+from ._cache.informer import Informer as Informer
+from ._cache.store import Store as Store
+from ._cache.watch_sink import ListSink as ListSink
+from ._cache.watch_sink import WatchSink as WatchSink
+from ._cache.watcher import DeadWatchError as DeadWatchError
+from ._cache.watcher import Watcher as Watcher
+from ._client.client import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA
+from ._client.client import PARTIAL_OBJECT_METADATA_LIST as PARTIAL_OBJECT_METADATA_LIST
+from ._coordination.leader_election import LeaderElector as LeaderElector
+from ._foundations.errors import error_from_response as error_from_response
+from ._foundations.errors import error_from_status as error_from_status
+from ._foundations.event_loop import event_loop_options as event_loop_options
 
 __all__ = [
     "Backoff",

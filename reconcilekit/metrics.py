@@ -10,24 +10,26 @@ controller-runtime's and client-go's metric names). A name ending in
 :class:`RequestRecord` and :class:`WriteRecord` are what client observers see.
 """
 
-from ._client_transport import ClientStatistics as ClientStatistics
-from ._client_transport import RequestRecord as RequestRecord
-from ._client_writes import WriteRecord as WriteRecord
-from ._controller import ReconcileMetrics as ReconcileMetrics
-from ._events import EventRecorderStatistics as EventRecorderStatistics
-from ._expectations import ExpectationMetrics as ExpectationMetrics
-from ._expectations import PrometheusExpectationMetrics as PrometheusExpectationMetrics
-from ._informer import InformerStatistics as InformerStatistics
-from ._leaderelection import LeaderElectionStatistics as LeaderElectionStatistics
-from ._metrics import PrometheusCacheMetrics as PrometheusCacheMetrics
-from ._metrics import PrometheusClientMetrics as PrometheusClientMetrics
-from ._metrics import PrometheusLeaderElectionMetrics as PrometheusLeaderElectionMetrics
-from ._metrics import PrometheusReconcileMetrics as PrometheusReconcileMetrics
-from ._queue_metrics import PrometheusQueueMetrics as PrometheusQueueMetrics
-from ._queue_metrics import QueueMetrics as QueueMetrics
-from ._shard_ring import RingStatistics as RingStatistics
-from ._watcher import WatcherStatistics as WatcherStatistics
-from ._workqueue import QueueStatistics as QueueStatistics
+from ._cache.informer import InformerStatistics as InformerStatistics
+from ._cache.watcher import WatcherStatistics as WatcherStatistics
+from ._client.transport import ClientStatistics as ClientStatistics
+from ._client.transport import RequestRecord as RequestRecord
+from ._client.writes import WriteRecord as WriteRecord
+from ._controller.controller import ReconcileMetrics as ReconcileMetrics
+from ._coordination.leader_election import LeaderElectionStatistics as LeaderElectionStatistics
+from ._coordination.shard_ring import RingStatistics as RingStatistics
+from ._expectations.expectations import ExpectationMetrics as ExpectationMetrics
+from ._expectations.expectations import PrometheusExpectationMetrics as PrometheusExpectationMetrics
+from ._manager.event_recorder import EventRecorderStatistics as EventRecorderStatistics
+from ._manager.prometheus_metrics import PrometheusCacheMetrics as PrometheusCacheMetrics
+from ._manager.prometheus_metrics import PrometheusClientMetrics as PrometheusClientMetrics
+from ._manager.prometheus_metrics import (
+    PrometheusLeaderElectionMetrics as PrometheusLeaderElectionMetrics,
+)
+from ._manager.prometheus_metrics import PrometheusReconcileMetrics as PrometheusReconcileMetrics
+from ._workqueue.queue import QueueStatistics as QueueStatistics
+from ._workqueue.queue_metrics import PrometheusQueueMetrics as PrometheusQueueMetrics
+from ._workqueue.queue_metrics import QueueMetrics as QueueMetrics
 
 __all__ = [
     "ClientStatistics",

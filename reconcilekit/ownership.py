@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._objects import Obj
+from ._foundations.objects import Obj
 
 __all__ = [
     "AlreadyOwnedError",

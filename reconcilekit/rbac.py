@@ -54,15 +54,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ._cache_scope import ALL_NAMESPACES
-from ._events import EVENTS
-from ._leaderelection import LEASES, LeaderElection
-from ._objects import Resource
-from ._sharding import Sharding
+from ._cache.scope import ALL_NAMESPACES
+from ._coordination.leader_election import LEASES, LeaderElection
+from ._coordination.sharded_controllers import Sharding
+from ._foundations.objects import Resource
+from ._manager.event_recorder import EVENTS
 from .webhook._server import CRDS
 
 if TYPE_CHECKING:
-    from ._manager import Manager
+    from ._manager.manager import Manager
 
 __all__ = [
     "Grant",

@@ -8,14 +8,14 @@ say which shard a key falls in (FNV-1a, :func:`fnv1a64`), and
 sends for a shard (KEP-5866).
 """
 
-from ._shard_ring import ShardOwner as ShardOwner
-from ._shard_ring import ShardRing as ShardRing
-from ._shard_selector import ShardSelector as ShardSelector
-from ._shard_selector import ShardSelectorError as ShardSelectorError
-from ._shard_selector import fnv1a64 as fnv1a64
-from ._shard_selector import shard_key as shard_key
-from ._shard_selector import shard_of as shard_of
-from ._sharding import Sharding as Sharding
+from ._coordination.shard_ring import ShardOwner as ShardOwner
+from ._coordination.shard_ring import ShardRing as ShardRing
+from ._coordination.sharded_controllers import Sharding as Sharding
+from ._foundations.shard_selector import ShardSelector as ShardSelector
+from ._foundations.shard_selector import ShardSelectorError as ShardSelectorError
+from ._foundations.shard_selector import fnv1a64 as fnv1a64
+from ._foundations.shard_selector import shard_key as shard_key
+from ._foundations.shard_selector import shard_of as shard_of
 
 __all__ = [
     "ShardOwner",

@@ -39,10 +39,10 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ._client import Client
-from ._conflict_retry import retry_on_conflict
-from ._errors import AlreadyExists, Conflict, NotFound
-from ._objects import Obj, Resource
+from ._client.client import Client
+from ._foundations.conflict_retry import retry_on_conflict
+from ._foundations.errors import AlreadyExists, Conflict, NotFound
+from ._foundations.objects import Obj, Resource
 
 __all__ = ["Mutate", "Outcome", "create_or_patch", "create_or_update", "merge_patch"]
 

@@ -6,14 +6,18 @@ client-go's (per-item exponential, fast-slow, token bucket, max-of), and
 :func:`default_controller_rate_limiter` is controller-runtime's default.
 """
 
-from ._rate_limiters import BucketRateLimiter as BucketRateLimiter
-from ._rate_limiters import ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter
-from ._rate_limiters import ItemFastSlowRateLimiter as ItemFastSlowRateLimiter
-from ._rate_limiters import MaxOfRateLimiter as MaxOfRateLimiter
-from ._rate_limiters import RateLimiter as RateLimiter
-from ._rate_limiters import default_controller_rate_limiter as default_controller_rate_limiter
-from ._workqueue import QueueShutDown as QueueShutDown
-from ._workqueue import WorkQueue as WorkQueue
+from ._workqueue.queue import QueueShutDown as QueueShutDown
+from ._workqueue.queue import WorkQueue as WorkQueue
+from ._workqueue.rate_limiters import BucketRateLimiter as BucketRateLimiter
+from ._workqueue.rate_limiters import (
+    ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter,
+)
+from ._workqueue.rate_limiters import ItemFastSlowRateLimiter as ItemFastSlowRateLimiter
+from ._workqueue.rate_limiters import MaxOfRateLimiter as MaxOfRateLimiter
+from ._workqueue.rate_limiters import RateLimiter as RateLimiter
+from ._workqueue.rate_limiters import (
+    default_controller_rate_limiter as default_controller_rate_limiter,
+)
 
 __all__ = [
     "BucketRateLimiter",

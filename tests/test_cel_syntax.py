@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconcilekit._cel_syntax import CELSyntaxError, Kind, Node, parse
+from reconcilekit._foundations.cel_syntax import CELSyntaxError, Kind, Node, parse
 
 
 def _shape(node: Node) -> object:

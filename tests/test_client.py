@@ -41,7 +41,7 @@ from reconcilekit import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from reconcilekit._client_transport import request_labels
+from reconcilekit._client.transport import request_labels
 from reconcilekit.kinds import CONFIG_MAPS, LEASES, PODS
 from reconcilekit.lowlevel import error_from_status
 from reconcilekit.metrics import RequestRecord, WriteRecord
@@ -812,7 +812,7 @@ def test_a_large_answer_is_decoded_with_the_collector_paused() -> None:
     when the answer is not JSON, and one that was off stays off."""
     import orjson
 
-    from reconcilekit._client_transport import _QUIET_DECODE_BYTES, _loads
+    from reconcilekit._client.transport import _QUIET_DECODE_BYTES, _loads
 
     page = orjson.dumps({"items": [{"metadata": {"name": f"o{i}"}, "data": {"k": "v"}}
                                    for i in range(20_000)]})

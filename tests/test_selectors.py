@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconcilekit._selectors import (
+from reconcilekit._foundations.selectors import (
     FieldRequirement,
     FieldSelector,
     LabelSelector,

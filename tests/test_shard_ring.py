@@ -17,8 +17,8 @@ import anyio.abc
 import pytest
 
 from reconcilekit import Client
-from reconcilekit._shard_ring import LEASES, ShardRing, assign
-from reconcilekit._shard_selector import KEY_SPACE, shard_range
+from reconcilekit._coordination.shard_ring import LEASES, ShardRing, assign
+from reconcilekit._foundations.shard_selector import KEY_SPACE, shard_range
 from reconcilekit.sharding import shard_of
 from reconcilekit.testing import Cluster, FakeClock
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconcilekit import _cel_syntax
-from reconcilekit._shard_selector import KEY_SPACE, shard_ranges
+from reconcilekit._foundations import cel_syntax as _cel_syntax
+from reconcilekit._foundations.shard_selector import KEY_SPACE, shard_ranges
 from reconcilekit.sharding import ShardSelector, ShardSelectorError, fnv1a64, shard_key
 
 UID = "object.metadata.uid"

@@ -338,7 +338,7 @@ def render(gen: Generator, module: Module, doc: str | None = None) -> str:
     if objects or module.imports:
         head.append("\n")
     if objects:
-        head.append(f"from .._objects import {', '.join(objects)}\n")
+        head.append(f"from .._foundations.objects import {', '.join(objects)}\n")
     siblings = ", ".join(sorted(module.imports))
     if checking_only and module.imports:
         head.append(f"\nif TYPE_CHECKING:\n    from . import {siblings}\n")

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from .._objects import TypedResource
+from .._foundations.objects import TypedResource
 from ._markers import Schema
 from ._schema import shape_schema
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from .._objects import TypedResource
+from .._foundations.objects import TypedResource
 
 if TYPE_CHECKING:
     from . import admissionregistration_v1, apiextensions_v1, apiregistration_v1, apps_v1, authentication_v1, authorization_v1, autoscaling_v2, batch_v1, certificates_v1, coordination_v1, core_v1, discovery_v1, flowcontrol_v1beta3, networking_v1, node_v1, policy_v1, rbac_v1, scheduling_v1, storage_v1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final, NotRequired, TypedDict
 
-from .._objects import TypedResource
+from .._foundations.objects import TypedResource
 from . import meta_v1
 
 __all__ = [

@@ -10,7 +10,7 @@ import anyio
 import anyio.lowlevel
 
 if TYPE_CHECKING:
-    from .._client import Client
+    from .._client.client import Client
 
 __all__ = ["FakeClock"]
 

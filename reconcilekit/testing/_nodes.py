@@ -38,12 +38,12 @@ import anyio.abc
 
 from reconcilekit.kinds import PODS
 
-from .._client import Client
-from .._clock import Clock, SystemClock
-from .._errors import APIConnectionError, APIError, Conflict, NotFound, describe_error
-from .._informer import EventHandler, Informer
-from .._objects import ObjectKey
-from .._workqueue import QueueShutDown, WorkQueue
+from .._cache.informer import EventHandler, Informer
+from .._client.client import Client
+from .._foundations.clock import Clock, SystemClock
+from .._foundations.errors import APIConnectionError, APIError, Conflict, NotFound, describe_error
+from .._foundations.objects import ObjectKey
+from .._workqueue.queue import QueueShutDown, WorkQueue
 
 __all__ = ["NodeSimulator"]
 

@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from .._client import Client
+from .._client.client import Client
 from ._cluster import KUBECONFIG_ENV, NO_FAULTS_REASON, Cluster, delete_objects, open_cluster
 from ._control_plane import ControlPlane, assets_from_env
 from ._leftovers import RunWindow, Snapshot, settled_leftovers, snapshot

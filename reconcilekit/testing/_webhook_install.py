@@ -28,8 +28,8 @@ from typing import Any
 import anyio
 import yaml
 
-from .._client import Client
-from .._errors import NotFound
+from .._client.client import Client
+from .._foundations.errors import NotFound
 from ..webhook import MUTATING_CONFIGURATIONS, VALIDATING_CONFIGURATIONS, WebhookServer
 
 __all__ = ["installed_webhooks"]

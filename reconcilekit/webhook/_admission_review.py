@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import orjson
 
-from .._objects import Obj
+from .._foundations.objects import Obj
 
 __all__ = ["AdmissionDenied", "AdmissionRequest", "MalformedReview", "UserInfo", "Verdict",
            "json_patch"]

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .._clock import Clock, SystemClock
+from .._foundations.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
     from cryptography import x509

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .._objects import Obj
+from .._foundations.objects import Obj
 from ._admission_review import MalformedReview, review_request, shown
 
 __all__ = ["Conversion", "ConversionFailed", "ConvertFunction"]

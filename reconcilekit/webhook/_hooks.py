@@ -28,9 +28,9 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from .._cel_syntax import cel_compile
-from .._objects import Obj, Resource
-from .._selector_syntax import qualified_name_errors
+from .._foundations.cel_syntax import cel_compile
+from .._foundations.objects import Obj, Resource
+from .._foundations.selector_syntax import qualified_name_errors
 from ._admission_review import OPERATIONS, AdmissionRequest, Verdict
 
 __all__ = ["Defaulter", "Hook", "ServiceReference", "Validator", "exclude_users"]

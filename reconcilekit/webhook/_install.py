@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import logging
 
-from .._client import Client
-from .._errors import APIError, NotFound, ServerError, describe_error
-from .._objects import Obj, Resource
+from .._client.client import Client
+from .._foundations.errors import APIError, NotFound, ServerError, describe_error
+from .._foundations.objects import Obj, Resource
 from ..upsert import Outcome, create_or_patch
 from ._server import CRDS, WebhookServer
 

@@ -17,8 +17,8 @@ from functools import partial
 import anyio
 import anyio.abc
 
-from .._client import Client
-from .._errors import APIError, describe_error
+from .._client.client import Client
+from .._foundations.errors import APIError, describe_error
 from ._install import WebhookSetupError, install_configurations, remove_configurations
 from ._server import WebhookServer
 

@@ -49,9 +49,9 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from .._clock import Clock, SystemClock
-from .._http_endpoints import EndpointsError
-from .._objects import Obj, Resource
+from .._foundations.clock import Clock, SystemClock
+from .._foundations.http_endpoints import EndpointsError
+from .._foundations.objects import Obj, Resource
 from ._admission_review import (
     AdmissionDenied,
     AdmissionRequest,

@@ -26,7 +26,7 @@ import orjson
 import pytest
 
 from reconcilekit import Client
-from reconcilekit._shard_selector import KEY_SPACE
+from reconcilekit._foundations.shard_selector import KEY_SPACE
 from reconcilekit.kinds import CONFIG_MAPS, NAMESPACES
 from reconcilekit.sharding import ShardSelector, fnv1a64
 from reconcilekit.testing import APIServer, Cluster

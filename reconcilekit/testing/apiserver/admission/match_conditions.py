@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...._cel_syntax import Kind, Node, parse
+from ...._foundations.cel_syntax import Kind, Node, parse
 from ..apiextensions.cel_rules import cel_error_text, compile_error_text, undeclared_reference
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...._selector_syntax import go_quote
-from ...._selectors import LabelSelector, SelectorError
+from ...._foundations.selector_syntax import go_quote
+from ...._foundations.selectors import LabelSelector, SelectorError
 from ..machinery.decoding import go_base64_decode
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause

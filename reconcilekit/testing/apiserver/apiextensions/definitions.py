@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...._objects import Resource
+from ...._foundations.objects import Resource
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.validation import dns_label_errors, invalid

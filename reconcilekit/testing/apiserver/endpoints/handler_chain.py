@@ -18,8 +18,8 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from ...._selector_syntax import go_quote
-from ...._selectors import FieldSelector, LabelSelector, SelectorError
+from ...._foundations.selector_syntax import go_quote
+from ...._foundations.selectors import FieldSelector, LabelSelector, SelectorError
 from ..admission.chain import Admission
 from ..apiextensions.version_conversion import Converter
 from ..controllers.builtin_controllers import Lifecycle

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...._objects import Resource
+from ...._foundations.objects import Resource
 from .resources import COMMON_FIELDS, ResourceType
 
 __all__ = ["DATA_FILE", "GENERATION", "LEFT_OUT", "BuiltinAPI", "builtin_api"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...._objects import Resource
+from ...._foundations.objects import Resource
 from .status import Cause
 from .unstructured import Obj
 

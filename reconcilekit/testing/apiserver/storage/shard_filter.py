@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ...._shard_selector import ShardSelector, ShardSelectorError, shard_ranges
+from ...._foundations.shard_selector import ShardSelector, ShardSelectorError, shard_ranges
 from ..machinery.status import StatusError
 
 __all__ = ["ShardFilter", "shard_filter"]

@@ -1,0 +1,519 @@
+"""``Cache``: shared informers per resource, cached reads, field indexes, sync.
+
+Every controller of a manager reads through one cache: one informer (one
+list+watch, one store) per resource however many controllers use it.
+
+Guarantees:
+  * ``get`` and ``list`` never touch the API server; they answer from the
+    store once that resource's informer has synced (waiting for it if it was
+    just created) and return fresh dicts the caller may mutate;
+  * ``wait_for_sync(timeout)`` either returns with every informer synced or
+    raises :class:`CacheSyncTimeout` naming each resource that did not sync
+    and its last error (a CRD that is not installed answers 404): it never
+    hangs;
+  * read-your-own-writes: every write made through the client given to the
+    cache is remembered with the resourceVersion it returned, and
+    :meth:`has_seen_own_write` stays False until the cache has seen that
+    object at that version or newer (or the expectation timed out, which is
+    logged and counted), so a reconciler can avoid acting on a cache that
+    predates its own last write.
+
+Scope (controller-runtime's ``cache.Options``): ``default_namespaces`` and
+``scopes={resource: CacheScope(...)}`` say which namespaces, labels and
+fields of each resource the cache lists, watches and holds; see
+:class:`CacheScope`. Each resource has one scope per cache, fixed by the
+first of: ``scopes``, :meth:`Cache.require_scope`, or the creation of its
+informer (which takes the default). Then:
+  * one list+watch per namespace of the scope, merged into one store: reads,
+    field indexes and handlers see every namespace of it as one;
+  * selectors are sent to the server, so nothing outside the scope is
+    listed, watched, stored or handed to a handler;
+  * a read naming a namespace outside the scope raises
+    :class:`CacheScopeError`, never answers "nothing" (except under the
+    older ``namespace=``, whose reads elsewhere find nothing, as they did);
+  * asking for a second, different scope of a resource raises
+    :class:`CacheScopeError`: what one controller watches is never widened
+    or narrowed behind its back by another.
+
+Reading from a cache that is not running raises RuntimeError at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeVar, overload
+
+import anyio
+import anyio.abc
+import orjson
+
+from .._client.client import Client
+from .._client.writes import WriteRecord
+from .._expectations.resource_versions import ResourceVersionExpectations
+from .._foundations.clock import Clock, SystemClock
+from .._foundations.errors import NotFound
+from .._foundations.objects import (
+    Obj,
+    ObjectKey,
+    Resource,
+    TypedResource,
+    object_key,
+    resource_version_of,
+)
+from .._foundations.selectors import LabelSelector
+from .informer import (
+    EventHandler,
+    Informer,
+    InformerStatistics,
+    metadata_only,
+    strip_managed_fields,
+)
+from .scope import CacheScope, CacheScopeError, resolve_scope
+
+__all__ = ["Cache", "CacheSyncTimeout"]
+
+_SYSTEM_CLOCK: Final = SystemClock()
+Objs = list[Obj]  # spelled here: the class below has a method named ``list``
+_T = TypeVar("_T")
+Keys = list[ObjectKey]
+_FIELD_PREFIX = "field:"
+
+
+class CacheSyncTimeout(TimeoutError):
+    """Some informers did not sync in time; ``resources`` names them."""
+
+    def __init__(self, timeout: float, unsynced: Mapping[str, str | None]) -> None:
+        self.resources = sorted(unsynced)
+        detail = "; ".join(f"{name} (last error: {err})" if err else name
+                           for name, err in sorted(unsynced.items()))
+        super().__init__(f"caches did not sync within {timeout:g}s: {detail}")
+
+
+@dataclass(frozen=True, slots=True)
+class _InformerKey:
+    resource: Resource
+    metadata_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _FixedScope:
+    """The resolved scope a resource is cached with, and what fixed it (for errors)."""
+
+    scope: CacheScope
+    fixed_by: str
+    strict: bool  # False: reads of other namespaces find nothing (the older namespace=)
+
+
+class Cache:
+    """Shared informers for one client, and the reads controllers make from them.
+
+    ``namespace`` (one namespace) or ``default_namespaces`` (a set; one
+    list+watch each) scope every namespaced resource without a scope of its
+    own in ``scopes``; neither means all namespaces. Cluster-scoped
+    resources are always cached whole.
+
+    Invariants: every resource with an informer is in ``_scopes``, and its
+    informers (full and metadata-only) list and watch exactly that scope;
+    a scope in ``_scopes`` is resolved (its ``namespaces`` is never None)
+    and never changes.
+    """
+
+    def __init__(self, client: Client, *, namespace: str | None = None,
+                 default_namespaces: Iterable[str] | None = None,
+                 scopes: Mapping[Resource, CacheScope] | None = None,
+                 clock: Clock = _SYSTEM_CLOCK, resync_period: float | None = None,
+                 relist_period: float | None = None, liveness_timeout: float = 60.0,
+                 own_write_timeout: float = 60.0) -> None:
+        if namespace is not None and default_namespaces is not None:
+            raise ValueError("give namespace or default_namespaces, not both "
+                             "(default_namespaces={ns} is namespace=ns, with strict reads)")
+        self.client = client
+        self.namespace = namespace
+        defaults = CacheScope(namespaces=default_namespaces if namespace is None
+                              else {namespace} if namespace else None)
+        # None: every namespace.
+        self.default_namespaces = None if defaults.all_namespaces else defaults.namespaces
+        self._scopes: dict[Resource, _FixedScope] = {}
+        self._configured: dict[Resource, CacheScope] = {}
+        for resource, scope in (scopes or {}).items():
+            if not isinstance(resource, Resource) or not isinstance(scope, CacheScope):
+                raise TypeError(f"scopes maps a Resource to a CacheScope, got {resource!r}: "
+                                f"{scope!r}")
+            self._configured[resource] = scope
+            self._scopes[resource] = self._resolve(resource, scope, "the cache's scopes")
+        self.clock = clock
+        self.resync_period = resync_period
+        self.relist_period = relist_period
+        self.liveness_timeout = liveness_timeout
+        self._informers: dict[_InformerKey, Informer] = {}
+        self._admit: Callable[[Obj], bool] | None = None
+        self._shard_selector: Callable[[], str | None] | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.own_writes: ResourceVersionExpectations[tuple[Resource, ObjectKey]] = (
+            ResourceVersionExpectations(name="cache", timeout=own_write_timeout, clock=clock))
+        client.add_write_observer(self._on_write)
+        client.read_caches.add(self)
+
+    # -- informers -----------------------------------------------------------------------
+
+    def informers(self) -> list[Informer]:
+        """Every informer this cache has made so far."""
+        return list(self._informers.values())
+
+    def set_admit(self, admit: Callable[[Obj], bool] | None,
+                  shard_selector: Callable[[], str | None] | None = None) -> None:
+        """What every informer of this cache stores, beyond the server's selection (a
+        sharded manager: its replica's shards), for the informers made so far and later;
+        ``shard_selector`` gives the same as a shard selector, asked of the server (one
+        that honours it sends only those objects; ``admit`` filters them either way)."""
+        self._admit, self._shard_selector = admit, shard_selector
+        for informer in self._informers.values():
+            self._restrict(informer)
+
+    def _restrict(self, informer: Informer) -> None:
+        informer.admit = self._admit
+        for watcher in informer.watchers:
+            watcher.shard_selector = self._shard_selector
+
+    def informer_for(self, resource: Resource, *, metadata: bool = False) -> Informer:
+        """The shared informer of ``resource`` (created, and started if running, on first use).
+
+        It lists and watches the resource's scope (:meth:`scope_of`): one
+        watcher per namespace of it, with its selectors. Creating it fixes
+        that scope, if nothing asked for one before.
+
+        ``metadata=True`` gives a metadata-only informer: it lists and watches
+        ``PartialObjectMetadata`` (the server sends no spec, status or data)
+        and its store keeps apiVersion, kind and metadata, for kinds that only
+        map events.
+        """
+        key = _InformerKey(resource, metadata)
+        informer = self._informers.get(key)
+        if informer is None:
+            fixed = self._scopes.get(resource)
+            if fixed is None:
+                fixed = self._scopes[resource] = self._resolve(
+                    resource, None, "its informer, created (by a watch, index_field or a read) "
+                    "before any scope was asked for")
+            namespaces, labels, fields = _watch_arguments(fixed.scope)
+            informer = Informer(
+                self.client, resource, namespaces=namespaces,
+                label_selector=labels, field_selector=fields,
+                transform=metadata_only if metadata else strip_managed_fields,
+                metadata_only=metadata,
+                resync_period=self.resync_period, relist_period=self.relist_period,
+                liveness_timeout=self.liveness_timeout,
+                clock=self.clock)
+            self._restrict(informer)
+            informer.version_observers.append(self._observer(resource, informer))
+            self._informers[key] = informer
+            if self._tg is not None:
+                self._tg.start_soon(informer.run)
+        return informer
+
+    # -- scopes --------------------------------------------------------------------------
+
+    def scope_of(self, resource: Resource) -> CacheScope:
+        """The resolved scope ``resource`` is cached with (or would be, if nothing asked yet).
+
+        Its ``namespaces`` is never None: ``{ALL_NAMESPACES}`` stands for
+        every namespace (and for any cluster-scoped resource).
+        """
+        fixed = self._scopes.get(resource)
+        if fixed is not None:
+            return fixed.scope
+        return self._resolve(resource, None, "").scope
+
+    def require_scope(self, resource: Resource, scope: CacheScope | None = None) -> CacheScope:
+        """Cache ``resource`` with ``scope``; returns it resolved (see :meth:`scope_of`).
+
+        ``None`` asks for the scope the cache was built with for it (its
+        ``scopes`` entry, else the default namespaces). The first call (or
+        the first informer of ``resource``) fixes its scope; a later call
+        asking for a different resolved scope raises :class:`CacheScopeError`
+        naming both, because the informer is shared: widening it would hand
+        other watchers objects they excluded, narrowing it would hide
+        objects from them. Call it before anything creates the informer
+        (a watch, :meth:`index_field`, a read). Raises ValueError for
+        namespaces given to a cluster-scoped resource.
+        """
+        wanted = self._resolve(resource, scope if scope is not None
+                               else self._configured.get(resource),
+                               "an earlier require_scope (as a builder's for_, owns and watches "
+                               "make)")
+        fixed = self._scopes.setdefault(resource, wanted)
+        if fixed.scope != wanted.scope:
+            raise CacheScopeError(
+                f"{resource} is already cached with scope ({fixed.scope}), fixed by "
+                f"{fixed.fixed_by}; it cannot also be cached with scope ({wanted.scope}): "
+                "a cache holds one scope per resource, shared by every controller that "
+                "watches it. Ask for the same scope everywhere (a builder's scope= on each "
+                "for_/owns/watches of it), or set it once with Manager(cache_scopes=...)",
+                resource, fixed.scope)
+        return fixed.scope
+
+    def _resolve(self, resource: Resource, scope: CacheScope | None,
+                 fixed_by: str) -> _FixedScope:
+        resolved = resolve_scope(resource, scope, self.default_namespaces)
+        from_default = scope is None or scope.namespaces is None
+        return _FixedScope(resolved, fixed_by,
+                           strict=not (from_default and self.namespace is not None))
+
+    def _check_namespace(self, resource: Resource, namespace: str | None) -> None:
+        """Raise :class:`CacheScopeError` if ``namespace`` is outside ``resource``'s scope."""
+        fixed = self._scopes.get(resource)
+        if (not namespace or fixed is None or _holds(fixed.scope, namespace)
+                or not fixed.strict):
+            return
+        raise CacheScopeError(
+            f"{resource} in namespace {namespace!r} is outside this cache's scope for it "
+            f"({fixed.scope}): the cache never lists or watches it, so it cannot answer. "
+            "Widen the scope (Manager(default_namespaces=... or cache_scopes=...)), or read "
+            "that namespace from the API server with the client", resource, fixed.scope)
+
+    # -- indexes and handlers ----------------------------------------------------------------
+
+    def index_field(self, resource: Resource, field_name: str,
+                    fn: Callable[[Mapping[str, Any]], Iterable[str]]) -> None:
+        """Index ``resource`` objects by ``fn(obj)`` under ``field_name``.
+
+        Then ``list(resource, field=(field_name, value))`` answers in time
+        independent of how many objects are cached, like controller-runtime's
+        ``IndexField`` with ``MatchingFields``.
+        """
+        self.informer_for(resource).add_index(_FIELD_PREFIX + field_name, fn)
+
+    def add_handler(self, resource: Resource, handler: EventHandler, *,
+                    metadata: bool = False) -> None:
+        self.informer_for(resource, metadata=metadata).add_handler(handler)
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Run every informer (and those created later) until cancelled."""
+        if self._tg is not None:
+            raise RuntimeError("this cache is already running")
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for informer in self._informers.values():
+                    tg.start_soon(informer.run)
+                task_status.started()
+                await anyio.sleep_forever()  # informers created later start in this group
+        finally:
+            self._tg = None
+
+    async def wait_for_sync(self, timeout: float) -> None:  # noqa: ASYNC109 (injected clock)
+        """Wait until every informer has synced; :class:`CacheSyncTimeout` after ``timeout``."""
+        if self._tg is None:
+            raise RuntimeError("the cache is not running: start Cache.run() first")
+        informers = list(self._informers.values())
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def deadline() -> None:
+                    await self.clock.sleep(timeout)
+                    scope.cancel()
+
+                tg.start_soon(deadline)
+                for informer in informers:
+                    await informer.synced.wait()
+                tg.cancel_scope.cancel()
+        unsynced = {str(i.resource): i.statistics().last_error
+                    for i in informers if not i.has_synced}
+        if unsynced:
+            raise CacheSyncTimeout(timeout, unsynced)
+
+    def statistics(self) -> list[InformerStatistics]:
+        return [i.statistics() for i in self._informers.values()]
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    async def _synced(self, resource: Resource, metadata: bool,
+                      namespace: str | None) -> Informer:
+        if self._tg is None:
+            raise RuntimeError("the cache is not running: start Cache.run() first")
+        informer = self.informer_for(resource, metadata=metadata)
+        self._check_namespace(resource, namespace)
+        if not informer.has_synced:
+            await informer.synced.wait()
+        return informer
+
+    def _registered(self, resource: Resource, metadata: bool,
+                    namespace: str | None) -> Informer:
+        informer = self._informers.get(_InformerKey(resource, metadata))
+        if informer is None:
+            raise RuntimeError(f"no informer for {resource} in this cache: register one "
+                               "(index_field, informer_for or a watch) before reading it")
+        self._check_namespace(resource, namespace)
+        return informer
+
+    @overload
+    async def get(self, resource: TypedResource[_T], name: str,  # type: ignore[overload-overlap]
+                  namespace: str | None = None, *, metadata: Literal[False] = False) -> _T: ...
+    @overload
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  metadata: bool = False) -> Obj: ...
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  metadata: bool = False) -> Any:
+        """The cached object; raises :class:`NotFound` when the cache has none.
+
+        An object outside the resource's label or field selector is not in
+        the cache: NotFound. A namespace outside its scope raises
+        :class:`CacheScopeError` (as do :meth:`list`, :meth:`lookup` and
+        :meth:`lookup_keys`).
+        """
+        informer = await self._synced(resource, metadata, namespace)
+        key = ObjectKey(namespace or "" if resource.namespaced else "", name)
+        obj = informer.store.get(key)
+        if obj is None:
+            raise NotFound(f'{resource.group_resource} "{name}" not found in the cache',
+                           status=404, reason="NotFound",
+                           details={"name": name, "kind": resource.plural})
+        return obj
+
+    @overload
+    async def list(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                   namespace: str | None = None, *,
+                   label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+                   field: tuple[str, str] | None = None,
+                   metadata: Literal[False] = False) -> list[_T]: ...
+    @overload
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+                   field: tuple[str, str] | None = None, metadata: bool = False) -> Objs: ...
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+                   field: tuple[str, str] | None = None, metadata: bool = False) -> Any:
+        """Cached objects, sorted by namespace/name, filtered by namespace, labels and field.
+
+        ``label_selector`` is a selector string (``"app=web,tier!=db"``), a
+        metav1.LabelSelector dict (``matchLabels``/``matchExpressions``) or a
+        :class:`LabelSelector`. A field lookup costs O(matches); a label
+        selector filters the namespace's objects (index a label with
+        :meth:`index_field` when that is too many).
+        """
+        informer = await self._synced(resource, metadata, namespace)
+        return self._read(informer, namespace, label_selector, field)
+
+    def lookup(self, resource: Resource, namespace: str | None = None, *,
+               label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+               field: tuple[str, str] | None = None, metadata: bool = False) -> Objs:
+        """:meth:`list` without waiting, for mappers (which are synchronous).
+
+        Answers from what the informer holds now: before it has synced that
+        may be less than the server has (a mapper then sees the rest as their
+        events arrive). Raises RuntimeError if no informer of ``resource``
+        exists (register it, e.g. with :meth:`index_field` or a watch, first).
+        """
+        informer = self._registered(resource, metadata, namespace)
+        return self._read(informer, namespace, label_selector, field)
+
+    def lookup_keys(self, resource: Resource, field: tuple[str, str], *,
+                    namespace: str | None = None, metadata: bool = False,
+                    limit: int | None = None) -> Keys:
+        """The keys of cached objects whose field index ``field[0]`` holds ``field[1]``.
+
+        Like :meth:`lookup` but decodes nothing: O(matches), for mappers that
+        only need to know which keys to enqueue; sorted. With ``limit``: the
+        first ``limit`` of them in that order, found without sorting them all,
+        for a mapper that wakes a bounded number of keys (the same keys while
+        the index holds the same ones).
+        """
+        informer = self._registered(resource, metadata, namespace)
+        name = _FIELD_PREFIX + field[0]
+        if limit is not None and namespace is None:
+            return informer.store.first_index_keys(name, field[1], limit)
+        keys = sorted(k for k in informer.store.index_keys(name, field[1])
+                      if namespace is None or k.namespace == namespace)
+        return keys if limit is None else keys[:limit]
+
+    @staticmethod
+    def _read(informer: Informer, namespace: str | None,
+              label_selector: str | Mapping[str, Any] | LabelSelector | None,
+              field: tuple[str, str] | None) -> Objs:
+        store = informer.store
+        if field is not None:
+            objects = store.by_index(_FIELD_PREFIX + field[0], field[1])
+            if namespace is not None:
+                objects = [o for o in objects if object_key(o).namespace == namespace]
+        else:
+            objects = store.list(namespace)
+        if label_selector is not None:
+            selector = LabelSelector.of(label_selector)
+            objects = [o for o in objects
+                       if selector.matches((o.get("metadata") or {}).get("labels"))]
+        return objects
+
+    def caches(self, resource: Resource, namespace: str | None = None) -> bool:
+        """Whether :meth:`get` of ``resource`` in ``namespace`` answers from this cache now.
+
+        True when the cache runs, holds a full (not metadata-only) informer of
+        ``resource`` that has synced (a read never waits on a list that may
+        never succeed, a Forbidden one say), and ``namespace`` is in its
+        scope. Registers nothing.
+        """
+        fixed = self._scopes.get(resource)
+        informer = self._informers.get(_InformerKey(resource, False))
+        if self._tg is None or fixed is None or informer is None or not informer.has_synced:
+            return False
+        return not resource.namespaced or _holds(fixed.scope, namespace or "")
+
+    # -- read-your-own-writes ----------------------------------------------------------------------
+
+    def has_seen_own_write(self, resource: Resource, name: str,
+                           namespace: str | None = None) -> bool:
+        """False while the cache predates the last write this client made to the object."""
+        key = ObjectKey(namespace or "" if resource.namespaced else "", name)
+        return self.own_writes.satisfied((resource, key))
+
+    def _observer(self, resource: Resource, informer: Informer
+                  ) -> Callable[[ObjectKey, str], None]:
+        """What tells :attr:`own_writes` of ``informer``'s changes: only of objects a write
+        waits for, and of deletions (the store no longer holds them: the version is
+        remembered for a write answered after it). No entry per object stored: the
+        version the store holds is observed when a write is expected instead."""
+        own_writes, store = self.own_writes, informer.store
+
+        def observe(key: ObjectKey, resource_version: str) -> None:
+            wanted = (resource, key)
+            if key not in store or own_writes.waiting(wanted):
+                own_writes.observed(wanted, resource_version)
+        return observe
+
+    def _on_write(self, record: WriteRecord) -> None:
+        # Only what this cache watches can ever be observed: an expectation for
+        # anything else (Events, say) would only wait for its timeout.
+        informers = [informer for informer_key, informer in self._informers.items()
+                     if informer_key.resource == record.resource]
+        if not informers:
+            return
+        if not _holds(self._scopes[record.resource].scope, record.key.namespace):
+            return  # outside the scope: never observed either
+        if record.resource_version and not record.deleted:
+            key = (record.resource, record.key)
+            for informer in informers:
+                # What the cache holds already counts (it observed no version of its own).
+                raw = informer.store.get_raw(record.key)
+                held = "" if raw is None else resource_version_of(orjson.loads(raw))
+                if held:
+                    self.own_writes.observed(key, held)
+            self.own_writes.expect(key, record.resource_version)
+        elif record.deleted:
+            self.own_writes.delete((record.resource, record.key))
+
+
+def _holds(scope: CacheScope, namespace: str) -> bool:
+    """Whether objects of ``namespace`` (``""``: cluster-scoped) fall in a resolved scope."""
+    assert scope.namespaces is not None
+    return scope.all_namespaces or namespace in scope.namespaces
+
+
+def _watch_arguments(scope: CacheScope) -> tuple[list[str] | None, str | None, str | None]:
+    """An informer's ``namespaces``, ``label_selector`` and ``field_selector`` for ``scope``."""
+    assert scope.namespaces is not None
+    return (None if scope.all_namespaces else sorted(scope.namespaces),
+            None if scope.label_selector is None else str(scope.label_selector),
+            None if scope.field_selector is None else str(scope.field_selector))

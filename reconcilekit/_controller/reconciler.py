@@ -1,0 +1,92 @@
+"""The reconcile contract: ``Reconciler``, ``Request``, ``Result``, ``TerminalError``."""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._foundations.objects import ObjectKey, object_key
+
+__all__ = ["Reconciler", "Request", "Result", "TerminalError"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Request:
+    """What to reconcile: only the object's key. Level-triggered, never the event.
+
+    ``namespace`` is ``""`` for cluster-scoped objects.
+    """
+
+    namespace: str
+    name: str
+
+    @classmethod
+    def for_object(cls, obj: Mapping[str, Any]) -> Request:
+        key = object_key(obj)
+        return cls(key.namespace, key.name)
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.namespace, self.name)
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """How a reconcile ended. Build it with :meth:`done` or :meth:`requeue_after`."""
+
+    requeue_after_seconds: float | None = None
+
+    @classmethod
+    def done(cls) -> Result:
+        """Reconciled: nothing to do until the next change."""
+        return _DONE
+
+    @classmethod
+    def requeue_after(cls, seconds: float) -> Result:
+        """Reconciled for now; reconcile the same key again after ``seconds``."""
+        if not (isinstance(seconds, int | float) and math.isfinite(seconds) and seconds > 0):
+            raise ValueError(f"requeue_after needs a finite number of seconds > 0, got {seconds!r}")
+        return cls(float(seconds))
+
+
+_DONE: Result = Result()
+
+
+class TerminalError(Exception):
+    """Raised by a reconcile that must not be retried (e.g. an invalid spec).
+
+    The error is logged and counted; the key is forgotten until the object
+    changes again.
+    """
+
+
+class Reconciler(abc.ABC):
+    """Subclass this and implement :meth:`reconcile`."""
+
+    @abc.abstractmethod
+    async def reconcile(self, request: Request) -> Result:
+        """Make the world match the object named by ``request``.
+
+        The contract:
+          * ``request`` is only a key: read the current state (from the
+            cache) and act on it, never on what changed. Being called again
+            for the same state must be harmless (idempotent).
+          * return :meth:`Result.done` when there is nothing more to do, or
+            :meth:`Result.requeue_after` to look again after a delay;
+          * raise any exception to be retried with per-key exponential
+            backoff under the controller's overall rate limit; the error is
+            logged with the key;
+          * raise :class:`TerminalError` when retrying cannot help: it is
+            logged and counted, and the key is not retried;
+          * one key is never reconciled by two workers at once; a change that
+            arrives while the key is being reconciled triggers exactly one
+            more reconcile afterwards;
+          * cancellation (shutdown, or the per-reconcile deadline) may happen
+            at any ``await``.
+        """
