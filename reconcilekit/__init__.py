@@ -32,6 +32,8 @@ from ._cache.store import IndexFunc as IndexFunc
 from ._client.client import Client as Client
 from ._client.client import ClientOptions as ClientOptions
 from ._client.retry import RetryPolicy as RetryPolicy
+from ._client.transport import RequestRecord as RequestRecord
+from ._client.writes import WriteRecord as WriteRecord
 from ._controller.builder import ControllerBuilder as ControllerBuilder
 from ._controller.controller import Controller as Controller
 from ._controller.mappers import Mapper as Mapper
@@ -137,6 +139,7 @@ __all__ = [
     "Reconciler",
     "RepeatFilter",
     "Request",
+    "RequestRecord",
     "Reservations",
     "Resource",
     "ResourceVersionExpectations",
@@ -152,6 +155,7 @@ __all__ = [
     "TypedResource",
     "Unauthorized",
     "UnsupportedMediaType",
+    "WriteRecord",
     "all_of",
     "annotations_changed",
     "any_of",

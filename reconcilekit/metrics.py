@@ -6,15 +6,14 @@ with ``Prometheus`` is reconcilekit's implementation, registered on the
 :class:`~prometheus_client.CollectorRegistry` it is given (a
 :class:`~reconcilekit.Manager` registers them all on its own registry, with
 controller-runtime's and client-go's metric names). A name ending in
-``Statistics`` is a frozen snapshot a part returns from ``statistics()``;
-:class:`RequestRecord` and :class:`WriteRecord` are what client observers see.
+``Statistics`` is a frozen snapshot a part returns from ``statistics()``.
+What a client's observers see (:class:`~reconcilekit.RequestRecord`,
+:class:`~reconcilekit.WriteRecord`) is exported beside the client.
 """
 
 from ._cache.informer import InformerStatistics as InformerStatistics
 from ._cache.watcher import WatcherStatistics as WatcherStatistics
 from ._client.transport import ClientStatistics as ClientStatistics
-from ._client.transport import RequestRecord as RequestRecord
-from ._client.writes import WriteRecord as WriteRecord
 from ._controller.controller import ReconcileMetrics as ReconcileMetrics
 from ._coordination.leader_election import LeaderElectionStatistics as LeaderElectionStatistics
 from ._coordination.shard_ring import RingStatistics as RingStatistics
@@ -46,8 +45,6 @@ __all__ = [
     "QueueMetrics",
     "QueueStatistics",
     "ReconcileMetrics",
-    "RequestRecord",
     "RingStatistics",
     "WatcherStatistics",
-    "WriteRecord",
 ]

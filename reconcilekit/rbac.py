@@ -55,11 +55,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from ._cache.scope import ALL_NAMESPACES
-from ._coordination.leader_election import LEASES, LeaderElection
+from ._coordination.leader_election import LeaderElection
 from ._coordination.sharded_controllers import Sharding
 from ._foundations.objects import Resource
-from ._manager.event_recorder import EVENTS
-from .webhook._server import CRDS
+from .kinds import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, LEASES
 
 if TYPE_CHECKING:
     from ._manager.manager import Manager
@@ -234,8 +233,8 @@ def _webhooks(manager: Manager) -> list[Grant]:
     conversions = sorted(server.crd_conversions())
     if conversions:
         why = f"the webhook server {server.name} writes the CRDs' conversion"
-        grants.append(Grant(Permission(CRDS, "get", "patch", resource_names=conversions),
-                            None, "", why))
+        grants.append(Grant(Permission(CUSTOM_RESOURCE_DEFINITIONS, "get", "patch",
+                                       resource_names=conversions), None, "", why))
         for resource, _ in sorted(server.conversions.values(), key=lambda c: _order(c[0])):
             grants.append(Grant(Permission(resource, "list"), None, "",
                                 f"{why}, then lists the kind until it is served"))

@@ -34,17 +34,18 @@ from reconcilekit import (
     Invalid,
     MethodNotAllowed,
     NotFound,
+    RequestRecord,
     Resource,
     RetryPolicy,
     ServerError,
     TooManyRequests,
     Unauthorized,
     UnsupportedMediaType,
+    WriteRecord,
 )
 from reconcilekit._client.transport import request_labels
 from reconcilekit.kinds import CONFIG_MAPS, LEASES, PODS
 from reconcilekit.lowlevel import error_from_status
-from reconcilekit.metrics import RequestRecord, WriteRecord
 from reconcilekit.testing import Cluster, TCPProxy
 
 GIZMOS = Resource("client.reconcilekit.dev", "v1", "Gizmo", "gizmos")

@@ -19,8 +19,7 @@ import pytest
 
 from reconcilekit import Client, Unauthorized
 from reconcilekit.kinds import CONFIG_MAPS
-from reconcilekit.testing import Cluster, write_volume
-from reconcilekit.testing.apiserver import APIServer
+from reconcilekit.testing import APIServer, Cluster, write_volume
 
 REVIEWS = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 

@@ -67,3 +67,23 @@ def test_a_name_lives_in_one_concept_module() -> None:
             homes.setdefault(export, []).append(name)
     shared = {export: where for export, where in homes.items() if len(where) > 1}
     assert shared == {"Sharding": ["reconcilekit", "reconcilekit.sharding"]}
+
+
+def test_an_object_has_one_public_home() -> None:
+    """The same object is exported by one public module under one name: comparing the
+    objects (a resource by group, version and plural), not only their names, finds an
+    alias kept under another name, a second copy of a resource, and a package that
+    re-exports what its parent exports (the in-process server's package exports
+    nothing; :mod:`reconcilekit.testing` exports its ``APIServer``)."""
+    homes: dict[object, list[str]] = {}
+    for name in [*PUBLIC_MODULES, "reconcilekit.testing.apiserver"]:
+        module = importlib.import_module(name)
+        for export in module.__all__:
+            value = getattr(module, export)
+            if isinstance(value, str | int | float | tuple | frozenset):
+                continue  # equal constants may share an object without being one fact
+            identity = ((value.group, value.version, value.plural)
+                        if isinstance(value, reconcilekit.Resource) else id(value))
+            homes.setdefault(identity, []).append(f"{name}.{export}")
+    shared = sorted(where for where in homes.values() if len(where) > 1)
+    assert shared == [["reconcilekit.Sharding", "reconcilekit.sharding.Sharding"]]

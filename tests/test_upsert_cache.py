@@ -10,9 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-from reconcilekit import Cache, CacheScope, Client
+from reconcilekit import Cache, CacheScope, Client, RequestRecord
 from reconcilekit.kinds import CONFIG_MAPS, SECRETS
-from reconcilekit.metrics import RequestRecord
 from reconcilekit.testing import Cluster, eventually
 from reconcilekit.upsert import Outcome, create_or_patch, create_or_update
 

@@ -16,11 +16,13 @@ import anyio
 import pytest
 
 from reconcilekit import Client, Forbidden, Manager, NotFound, Resource
-from reconcilekit.kinds import CONFIG_MAPS
+from reconcilekit.kinds import (
+    CONFIG_MAPS,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+)
 from reconcilekit.testing import Cluster, HTTPResult
 from reconcilekit.webhook import (
-    MUTATING_CONFIGURATIONS,
-    VALIDATING_CONFIGURATIONS,
     AdmissionRequest,
     Verdict,
     WebhookServer,
@@ -89,7 +91,7 @@ async def test_a_validating_webhook_refuses_at_admission_with_its_message(
 
     caplog.set_level(logging.INFO, "reconcilekit")
     async with Manager(client, namespace=ns, http_addr=None, webhook_server=server):
-        stored = await client.get(VALIDATING_CONFIGURATIONS, server.name)
+        stored = await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, server.name)
         assert stored["webhooks"][0]["clientConfig"]["url"] == (
             f"{server.base_url}/validate--v1-configmap".replace("--", "-core-"))
         await reviewed(apiserver, CONFIG_MAPS.path(ns), configmap("paint", color="green"),
@@ -112,7 +114,7 @@ async def test_a_validating_webhook_refuses_at_admission_with_its_message(
                                       json=configmap("dry", color="grey"))
         assert dry.status == 403
     with pytest.raises(NotFound):
-        await client.get(VALIDATING_CONFIGURATIONS, server.name)  # removed at shutdown
+        await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, server.name)  # removed at shutdown
     # A real server may review more than the test's writes: kube-controller-manager's own
     # (the namespace's root CA ConfigMap), and a write it retried internally, reviewed again
     # with the same object. What the test sent is reviewed in order, each at least once.
@@ -146,7 +148,7 @@ async def test_a_defaulting_webhook_changes_the_object_before_it_is_stored(
         return obj
 
     async with Manager(client, namespace=ns, http_addr=None, webhook_server=server):
-        assert (await client.get(MUTATING_CONFIGURATIONS, server.name))["webhooks"]
+        assert (await client.get(MUTATING_WEBHOOK_CONFIGURATIONS, server.name))["webhooks"]
         await reviewed(apiserver, CONFIG_MAPS.path(ns), configmap("probe"),
                        lambda got: "painted" in (got.body["metadata"].get("labels") or {}))
         created = await client.create(CONFIG_MAPS, configmap("plain"), ns)
@@ -155,7 +157,7 @@ async def test_a_defaulting_webhook_changes_the_object_before_it_is_stored(
     assert created["metadata"]["labels"] == {"painted": "true"}
     assert kept["data"] == {"color": "blue"}
     with pytest.raises(NotFound):
-        await client.get(MUTATING_CONFIGURATIONS, server.name)
+        await client.get(MUTATING_WEBHOOK_CONFIGURATIONS, server.name)
 
 
 async def test_a_failing_handler_refuses_with_a_message_not_a_server_error(

@@ -95,19 +95,15 @@ from .._foundations.errors import (
     NotFound,
     describe_error,
 )
-from .._foundations.objects import Resource
+from ..kinds import LEASES
 
 __all__ = [
-    "LEASES",
     "LeaderElection",
     "LeaderElectionStatistics",
     "LeaderElector",
     "LeadershipLost",
     "check_lease_timing",
 ]
-
-LEASES: Final = Resource("coordination.k8s.io", "v1", "Lease", "leases")
-"""The coordination.k8s.io/v1 ``leases`` resource."""
 
 logger = logging.getLogger("reconcilekit.leaderelection")
 
@@ -268,7 +264,7 @@ class LeaderElector:
         self._on_change = on_change
         self._log_level = log_level  # of the acquire and release lines (a lost lease warns)
         self._leading = False
-        self._lease: dict[str, Any] | None = None
+        self._lease: Mapping[str, Any] | None = None
         self._observed = _Record()
         self._observed_at = clock.monotonic()
         self._renewed_at: float | None = None  # monotonic start of our last successful write
@@ -461,7 +457,7 @@ class LeaderElector:
         body = dict(lease, spec={**(lease.get("spec") or {}), **record.spec()})
         self._wrote(await self._client.update(LEASES, body), started)
 
-    def _wrote(self, lease: dict[str, Any], started: float) -> None:
+    def _wrote(self, lease: Mapping[str, Any], started: float) -> None:
         self._lease = lease
         self._observed = _Record.of(lease)
         self._observed_at = self._clock.monotonic()

@@ -71,14 +71,13 @@ import anyio.abc
 from .._client.client import Client
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.errors import APIConnectionError, APIError, describe_error
-from .._foundations.objects import Resource
 from .._foundations.shard_selector import ShardSelector, shard_of, shard_range
+from ..kinds import LEASES
 from .leader_election import LeaderElector, LeadershipLost
 
 __all__ = ["RingStatistics", "ShardOwner", "ShardRing", "assign"]
 
 logger = logging.getLogger("reconcilekit.sharding")
-LEASES: Final = Resource("coordination.k8s.io", "v1", "Lease", "leases")
 _SYSTEM_CLOCK: Final = SystemClock()
 
 

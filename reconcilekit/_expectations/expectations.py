@@ -10,7 +10,6 @@ docs/reliability.md).
 from __future__ import annotations
 
 import logging
-import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from typing import Final, Generic, Protocol, TypeVar
@@ -18,6 +17,7 @@ from typing import Final, Generic, Protocol, TypeVar
 from prometheus_client import CollectorRegistry, Counter
 
 from .._foundations.clock import Clock, SystemClock
+from .._foundations.metric_families import FamiliesPerRegistry
 
 __all__ = [
     "ExpectationMetrics",
@@ -42,7 +42,18 @@ class ExpectationMetrics:
         """A record timed out and was treated as satisfied."""
 
 
-_counters: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
+def _timeouts_counter(registry: CollectorRegistry) -> Counter:
+    return Counter(
+        "reconcilekit_expectation_timeouts_total",
+        "Expectations that timed out before the cache observed them "
+        "and were treated as satisfied",
+        ("controller",),
+        registry=registry,
+    )
+
+
+# One counter per registry: every controller's expectations share the manager's registry.
+_TIMEOUTS: Final = FamiliesPerRegistry(_timeouts_counter, "expectations")
 
 
 class PrometheusExpectationMetrics(ExpectationMetrics):
@@ -56,17 +67,8 @@ class PrometheusExpectationMetrics(ExpectationMetrics):
     __slots__ = ("_child", "controller")
 
     def __init__(self, registry: CollectorRegistry, controller: str) -> None:
-        counter = _counters.get(registry)
-        if counter is None:
-            counter = _counters[registry] = Counter(
-                "reconcilekit_expectation_timeouts_total",
-                "Expectations that timed out before the cache observed them "
-                "and were treated as satisfied",
-                ("controller",),
-                registry=registry,
-            )
         self.controller = controller
-        self._child = counter.labels(controller)
+        self._child = _TIMEOUTS.of(registry).labels(controller)
 
     def on_timeout(self) -> None:
         self._child.inc()

@@ -16,6 +16,8 @@ import re
 from collections.abc import Collection
 from typing import Final
 
+from .go_compat import byte_len, go_quote, parse_int64
+
 
 class SelectorError(ValueError):
     """A selector that kube-apiserver would reject with 400 BadRequest.
@@ -70,9 +72,6 @@ _SUBDOMAIN_MSG: Final = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
     "'-' or '.', and must start and end with an alphanumeric character"
 )
-_INT64_RE: Final = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 
 
 def to_operator(value: str) -> Operator:
@@ -88,10 +87,6 @@ def to_operator(value: str) -> Operator:
 def _regex_error(message: str, fmt: str, *examples: str) -> str:
     shown = "".join(f"{' or ' if i else ''}'{example}', " for i, example in enumerate(examples))
     return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _byte_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def qualified_name_errors(key: str) -> list[str]:
@@ -110,7 +105,7 @@ def qualified_name_errors(key: str) -> list[str]:
         if not prefix:
             errors.append("prefix part must be non-empty")
         else:
-            if _byte_len(prefix) > 253:
+            if byte_len(prefix) > 253:
                 errors.append("prefix part must be no more than 253 bytes")
             if not _SUBDOMAIN_RE.fullmatch(prefix):
                 errors.append(
@@ -118,7 +113,7 @@ def qualified_name_errors(key: str) -> list[str]:
                 )
     if not name:
         errors.append("name part must be non-empty")
-    elif _byte_len(name) > 63:
+    elif byte_len(name) > 63:
         errors.append("name part must be no more than 63 bytes")
     if not _NAME_RE.fullmatch(name):
         errors.append(
@@ -129,23 +124,11 @@ def qualified_name_errors(key: str) -> list[str]:
 
 def _label_value_errors(value: str) -> list[str]:
     errors: list[str] = []
-    if _byte_len(value) > 63:
+    if byte_len(value) > 63:
         errors.append("must be no more than 63 bytes")
     if not _VALUE_RE.fullmatch(value):
         errors.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
     return errors
-
-
-def parse_int64(text: str) -> int | None:
-    if not _INT64_RE.fullmatch(text):
-        return None
-    number = int(text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
-
-
-def go_quote(text: str) -> str:
-    # Close to Go's %q: JSON string escapes, but non-ASCII printable text kept.
-    return json.dumps(text, ensure_ascii=False)
 
 
 def _invalid(path: str, shown_value: str, detail: str) -> str:

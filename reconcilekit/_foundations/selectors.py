@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from .go_compat import go_quote, parse_int64
 from .selector_syntax import (
     ORDERED_OPERATORS,
     POSITIVE_OPERATORS,
@@ -27,9 +28,7 @@ from .selector_syntax import (
     Operator,
     SelectorError,
     escape_field_value,
-    go_quote,
     parse_field_selector,
-    parse_int64,
     parse_label_selector,
     requirement_error,
     to_operator,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .cel_syntax import CELSyntaxError, Kind, Node, parse
-from .selector_syntax import go_quote
+from .go_compat import go_quote
 
 __all__ = ["SHARD_FIELDS", "KEY_SPACE", "ShardSelector", "ShardSelectorError", "fnv1a64",
            "shard_key", "shard_of", "shard_range", "shard_ranges"]

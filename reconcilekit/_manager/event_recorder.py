@@ -28,11 +28,9 @@ from .._foundations.errors import (
     describe_error,
 )
 from .._foundations.logging import RepeatFilter
-from .._foundations.objects import Resource
+from ..kinds import EVENTS
 
 __all__ = ["EventRecorder", "EventRecorderStatistics"]
-
-EVENTS: Final = Resource("", "v1", "Event", "events")
 
 logger = logging.getLogger("reconcilekit.events")
 

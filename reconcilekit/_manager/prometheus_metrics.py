@@ -20,7 +20,6 @@ those samples out, which affects nothing else in the process.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
@@ -30,6 +29,7 @@ from prometheus_client.registry import Collector
 
 from .._cache.informer import InformerStatistics
 from .._client.transport import RequestRecord
+from .._foundations.metric_families import FamiliesPerRegistry
 
 __all__ = ["PrometheusCacheMetrics", "PrometheusClientMetrics", "PrometheusReconcileMetrics",
            "PrometheusLeaderElectionMetrics"]
@@ -68,12 +68,11 @@ class _WithoutCreated(Collector):
 
 
 class _ControllerFamilies:
-    __slots__ = ("active", "errors", "max_concurrent", "names", "panics", "retries",
+    __slots__ = ("active", "errors", "max_concurrent", "panics", "retries",
                  "terminal", "time", "timeouts", "total")  # fmt: skip
 
     def __init__(self, registry: CollectorRegistry) -> None:
         labels = ("controller",)
-        self.names: set[str] = set()
         self.total = Counter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
@@ -136,13 +135,20 @@ class _ControllerFamilies:
             self.max_concurrent, self.active, self.retries)))
 
 
-# One set of families per registry, so that every controller of a manager can
-# share the manager's registry. Keyed weakly: a dropped registry takes its
-# families with it. This holds no metrics of its own and is never a default.
-_controller_families: weakref.WeakKeyDictionary[CollectorRegistry, _ControllerFamilies] = (
-    weakref.WeakKeyDictionary())
-_leader_families: weakref.WeakKeyDictionary[CollectorRegistry, tuple[Gauge, set[str]]] = (
-    weakref.WeakKeyDictionary())
+def _leader_gauge(registry: CollectorRegistry) -> Gauge:
+    return Gauge(
+        "leader_election_master_status",
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+        "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+        "Please make sure to group by name.",
+        ("name",),
+        registry=registry,
+    )
+
+
+# One set of families per registry: every controller and lease of a manager share its registry.
+_CONTROLLER_FAMILIES: Final = FamiliesPerRegistry(_ControllerFamilies, "a controller")
+_LEADER_FAMILIES: Final = FamiliesPerRegistry(_leader_gauge, "a lease")
 
 
 class PrometheusReconcileMetrics:
@@ -193,12 +199,7 @@ class PrometheusReconcileMetrics:
                  "_timeouts", "_total", "controller")  # fmt: skip
 
     def __init__(self, registry: CollectorRegistry, controller: str) -> None:
-        families = _controller_families.get(registry)
-        if families is None:
-            families = _controller_families[registry] = _ControllerFamilies(registry)
-        if controller in families.names:
-            raise ValueError(f"a controller named {controller!r} already reports to this registry")
-        families.names.add(controller)
+        families = _CONTROLLER_FAMILIES.claim(registry, controller)
         self.controller = controller
         self._total = {result: families.total.labels(controller, result) for result in RESULTS}
         self._errors = families.errors.labels(controller)
@@ -269,21 +270,7 @@ class PrometheusLeaderElectionMetrics:
     __slots__ = ("_child", "name")
 
     def __init__(self, registry: CollectorRegistry, name: str) -> None:
-        held = _leader_families.get(registry)
-        if held is None:
-            gauge = Gauge(
-                "leader_election_master_status",
-                "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-                "backup, 1 indicates master. 'name' is the string used to identify the lease. "
-                "Please make sure to group by name.",
-                ("name",),
-                registry=registry,
-            )
-            held = _leader_families[registry] = (gauge, set())
-        gauge, names = held
-        if name in names:
-            raise ValueError(f"a lease named {name!r} already reports to this registry")
-        names.add(name)
+        gauge = _LEADER_FAMILIES.claim(registry, name)
         self.name = name
         self._child = gauge.labels(name)
         self._child.set(0)

@@ -6,11 +6,12 @@ so that existing dashboards and alerts work unchanged.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from .._foundations.metric_families import FamiliesPerRegistry
 
 __all__ = ["PrometheusQueueMetrics", "QueueMetrics"]
 
@@ -62,11 +63,10 @@ class QueueMetrics:
 
 
 class _Families:
-    __slots__ = ("adds", "depth", "latency", "longest", "names", "retries", "unfinished", "work")
+    __slots__ = ("adds", "depth", "latency", "longest", "retries", "unfinished", "work")
 
     def __init__(self, registry: CollectorRegistry) -> None:
         labels = ("name", "controller")
-        self.names: set[str] = set()
         self.depth = Gauge(
             "workqueue_depth",
             "Current depth of workqueue by workqueue and priority",
@@ -115,10 +115,8 @@ class _Families:
         )
 
 
-# One set of metric families per registry, so that every queue of a manager
-# can share the manager's registry. Keyed weakly: a dropped registry takes its
-# families with it. This holds no metrics of its own and is never a default.
-_families: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = weakref.WeakKeyDictionary()
+# One set of families per registry: every queue of a manager shares its registry.
+_FAMILIES: Final = FamiliesPerRegistry(_Families, "a work queue")
 
 
 class PrometheusQueueMetrics(QueueMetrics):
@@ -142,12 +140,7 @@ class PrometheusQueueMetrics(QueueMetrics):
                  "_unfinished", "_work", "name")  # fmt: skip
 
     def __init__(self, registry: CollectorRegistry, name: str) -> None:
-        families = _families.get(registry)
-        if families is None:
-            families = _families[registry] = _Families(registry)
-        if name in families.names:
-            raise ValueError(f"a work queue named {name!r} already reports to this registry")
-        families.names.add(name)
+        families = _FAMILIES.claim(registry, name)
         self.name = name
         self._bound = False
         self._depth = families.depth.labels(name, name, "")

@@ -26,7 +26,7 @@ See the "Custom kinds" page of the documentation for every marker.
 """
 
 from ._custom_kind import CustomKind as CustomKind
-from ._custom_kind import CustomResource as CustomResource
+from ._custom_kind import CustomKindResource as CustomKindResource
 from ._custom_kind import PrinterColumn as PrinterColumn
 from ._custom_kind import Scale as Scale
 from ._custom_kind import Version as Version
@@ -55,7 +55,7 @@ from ._markers import marked as marked
 
 __all__ = [
     "CustomKind",
-    "CustomResource",
+    "CustomKindResource",
     "Default",
     "Description",
     "EmbeddedResource",

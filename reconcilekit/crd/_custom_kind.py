@@ -5,7 +5,7 @@ names, categories) and the :class:`Version` s; each version names the
 ``TypedDict`` its objects have (see :mod:`._schema`), its printer columns and
 its subresources. :meth:`CustomKind.crd` is the apiextensions.k8s.io/v1
 CustomResourceDefinition, :attr:`CustomKind.resource` the storage version's
-:class:`CustomResource` (a :class:`~reconcilekit.TypedResource` of its shape).
+:class:`CustomKindResource` (a :class:`~reconcilekit.TypedResource` of its shape).
 
 Invariants (checked when the kind is made, ValueError naming the kind):
   * exactly one version is the storage version, and it is served;
@@ -28,7 +28,7 @@ from .._foundations.objects import TypedResource
 from ._markers import Schema
 from ._schema import shape_schema
 
-__all__ = ["CustomKind", "CustomResource", "PrinterColumn", "Scale", "Version"]
+__all__ = ["CustomKind", "CustomKindResource", "PrinterColumn", "Scale", "Version"]
 
 T = TypeVar("T")
 S_co = TypeVar("S_co", covariant=True)
@@ -37,7 +37,7 @@ _COLUMN_TYPES = ("integer", "number", "string", "boolean", "date")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class CustomResource(TypedResource[T]):
+class CustomKindResource(TypedResource[T]):
     """The resource of one version of a :class:`CustomKind`; ``definition`` is that kind.
 
     Equal to (and hashed as) any :class:`~reconcilekit.Resource` with the same
@@ -224,11 +224,11 @@ class CustomKind(Generic[T]):
         return next(v for v in self.versions if v.storage)
 
     @property
-    def resource(self) -> CustomResource[T]:
+    def resource(self) -> CustomKindResource[T]:
         """The storage version's resource (the one to watch and write)."""
         return self._resource(self.storage_version)
 
-    def resource_for(self, version: str) -> CustomResource[Any]:
+    def resource_for(self, version: str) -> CustomKindResource[Any]:
         """The resource of the version named ``version`` (KeyError naming the versions)."""
         for candidate in self.versions:
             if candidate.name == version:
@@ -236,8 +236,8 @@ class CustomKind(Generic[T]):
         raise KeyError(f"{self.kind} has no version {version!r} (it has "
                        f"{', '.join(v.name for v in self.versions)})")
 
-    def _resource(self, version: Version[Any]) -> CustomResource[Any]:
-        return CustomResource(self.group, version.name, self.kind, self.plural,
+    def _resource(self, version: Version[Any]) -> CustomKindResource[Any]:
+        return CustomKindResource(self.group, version.name, self.kind, self.plural,
                               self.namespaced, definition=self)
 
     def crd(self) -> dict[str, Any]:

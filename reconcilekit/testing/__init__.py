@@ -27,8 +27,8 @@ from ._nodes import NodeSimulator as NodeSimulator
 from ._tcp_proxy import TCPProxy as TCPProxy
 from ._volumes import write_volume as write_volume
 from ._webhook_install import installed_webhooks as installed_webhooks
-from .apiserver import APIServer as APIServer
-from .apiserver import Faults as Faults
+from .apiserver.endpoints.faults import Faults as Faults
+from .apiserver.kube_apiserver import APIServer as APIServer
 
 __all__ = [
     "APIServer",

@@ -13,8 +13,8 @@ import signal
 import sys
 from pathlib import Path
 
-from .apiserver import APIServer
 from .apiserver.extra import MissingExtraError
+from .apiserver.kube_apiserver import APIServer
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

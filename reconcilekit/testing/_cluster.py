@@ -24,7 +24,8 @@ import yaml
 from multidict import CIMultiDict
 
 from ._namespace_release import RemovalTiming, remove_namespace
-from .apiserver import APIServer, Faults
+from .apiserver.endpoints.faults import Faults
+from .apiserver.kube_apiserver import APIServer
 
 __all__ = ["Cluster", "HTTPResult", "NamespaceNotRemoved"]
 

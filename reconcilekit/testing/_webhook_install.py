@@ -30,11 +30,12 @@ import yaml
 
 from .._client.client import Client
 from .._foundations.errors import NotFound
-from ..webhook import MUTATING_CONFIGURATIONS, VALIDATING_CONFIGURATIONS, WebhookServer
+from ..kinds import MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS
+from ..webhook import WebhookServer
 
 __all__ = ["installed_webhooks"]
 
-_KINDS = {r.kind: r for r in (VALIDATING_CONFIGURATIONS, MUTATING_CONFIGURATIONS)}
+_KINDS = {r.kind: r for r in (VALIDATING_WEBHOOK_CONFIGURATIONS, MUTATING_WEBHOOK_CONFIGURATIONS)}
 
 
 @asynccontextmanager

@@ -37,8 +37,6 @@ from ._hooks import exclude_users as exclude_users
 from ._install import WebhookSetupError as WebhookSetupError
 from ._install import install_configurations as install_configurations
 from ._install import remove_configurations as remove_configurations
-from ._server import MUTATING_CONFIGURATIONS as MUTATING_CONFIGURATIONS
-from ._server import VALIDATING_CONFIGURATIONS as VALIDATING_CONFIGURATIONS
 from ._server import WebhookServer as WebhookServer
 
 __all__ = [
@@ -51,12 +49,10 @@ __all__ = [
     "ConvertFunction",
     "Defaulter",
     "Hook",
-    "MUTATING_CONFIGURATIONS",
     "MalformedReview",
     "ServiceReference",
     "ServingCertificate",
     "UserInfo",
-    "VALIDATING_CONFIGURATIONS",
     "Validator",
     "Verdict",
     "WebhookServer",

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from .._foundations.cel_syntax import cel_compile
+from .._foundations.go_compat import parse_duration
 from .._foundations.objects import Obj, Resource
 from .._foundations.selector_syntax import qualified_name_errors
 from ._admission_review import OPERATIONS, AdmissionRequest, Verdict
@@ -191,7 +192,7 @@ class Hook:
         """Seconds the handler may take: inside the API server's timeout, with room for
         the answer to travel (it sends ``?timeout=10s``; the configuration's value otherwise)."""
         bound = float(self.timeout_seconds)
-        seconds = _duration(timeout_param)
+        seconds = parse_duration(timeout_param)
         if seconds is not None:
             bound = min(bound, seconds)
         return max(bound - 1.0, bound * 0.5)
@@ -214,25 +215,3 @@ def default_path(kind: str, resource: Resource) -> str:
 
 def ca_bundle_field(ca: bytes | None) -> dict[str, str]:
     return {"caBundle": base64.b64encode(ca).decode()} if ca else {}
-
-
-def _duration(text: str | None) -> float | None:
-    """``10s``, ``1m30s``, ``500ms`` (Go durations, as the API server writes them)."""
-    if not text:
-        return None
-    total, number = 0.0, ""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-    i = 0
-    try:
-        while i < len(text):
-            if text[i].isdigit() or text[i] == ".":
-                number += text[i]
-                i += 1
-                continue
-            unit = next(u for u in ("ms", "us", "µs", "ns", "h", "m", "s")
-                        if text.startswith(u, i))
-            total += float(number) * units[unit]
-            number, i = "", i + len(unit)
-    except (StopIteration, ValueError):
-        return None
-    return total if not number and total > 0 else None

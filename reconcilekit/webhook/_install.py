@@ -23,8 +23,9 @@ import logging
 from .._client.client import Client
 from .._foundations.errors import APIError, NotFound, ServerError, describe_error
 from .._foundations.objects import Obj, Resource
+from ..kinds import CUSTOM_RESOURCE_DEFINITIONS
 from ..upsert import Outcome, create_or_patch
-from ._server import CRDS, WebhookServer
+from ._server import WebhookServer
 
 __all__ = ["WebhookSetupError", "install_configurations", "remove_configurations"]
 
@@ -53,7 +54,7 @@ async def install_configurations(client: Client, server: WebhookServer) -> list[
             changed.append(f"{resource.kind}/{server.name}")
     for crd, conversion in server.crd_conversions().items():
         try:
-            await client.get(CRDS, crd)
+            await client.get(CUSTOM_RESOURCE_DEFINITIONS, crd)
         except NotFound:
             raise WebhookSetupError(f"CustomResourceDefinition {crd} is not installed: install "
                                     f"it before its conversion webhook is configured") from None
@@ -62,7 +63,8 @@ async def install_configurations(client: Client, server: WebhookServer) -> list[
             obj.setdefault("spec", {})["conversion"] = conversion
 
         try:
-            outcome, stored = await create_or_patch(client, CRDS, crd, None, convert)
+            outcome, stored = await create_or_patch(client, CUSTOM_RESOURCE_DEFINITIONS, crd,
+                                                    None, convert)
         except APIError as err:
             raise WebhookSetupError(f"cannot write the conversion of CustomResourceDefinition "
                                     f"{crd}: {describe_error(err)}") from None

@@ -52,6 +52,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.http_endpoints import EndpointsError
 from .._foundations.objects import Obj, Resource
+from ..kinds import MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS
 from ._admission_review import (
     AdmissionDenied,
     AdmissionRequest,
@@ -86,13 +87,6 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 CONVERT_PATH = "/convert"
 MAX_BODY = 32 * 1024 * 1024  # kube-apiserver sends an object and its old version, 3 MiB each
-_ADMISSION = "admissionregistration.k8s.io"
-VALIDATING_CONFIGURATIONS = Resource(_ADMISSION, "v1", "ValidatingWebhookConfiguration",
-                                     "validatingwebhookconfigurations", namespaced=False)
-MUTATING_CONFIGURATIONS = Resource(_ADMISSION, "v1", "MutatingWebhookConfiguration",
-                                   "mutatingwebhookconfigurations", namespaced=False)
-CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
-                "customresourcedefinitions", namespaced=False)
 
 
 class WebhookServer:
@@ -217,8 +211,10 @@ class WebhookServer:
     def configurations(self) -> list[tuple[Resource, Obj]]:
         """The webhook configurations for the registered hooks (one per type present)."""
         out = []
-        for resource, type in ((MUTATING_CONFIGURATIONS, "mutating"),
-                               (VALIDATING_CONFIGURATIONS, "validating")):
+        kinds: tuple[tuple[Resource, str], ...] = (
+            (MUTATING_WEBHOOK_CONFIGURATIONS, "mutating"),
+            (VALIDATING_WEBHOOK_CONFIGURATIONS, "validating"))
+        for resource, type in kinds:
             hooks = [h for h in self.hooks.values() if h.type == type]
             if hooks:
                 out.append((resource, {

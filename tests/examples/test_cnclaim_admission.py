@@ -17,8 +17,9 @@ from examples.cnclaim.operator import MANIFESTS
 from examples.cnclaim.resources import CNCLAIMS, PODS, status_of
 from reconcilekit import APIError, Client, NotFound
 from reconcilekit.conditions import find_status_condition
+from reconcilekit.kinds import VALIDATING_WEBHOOK_CONFIGURATIONS
 from reconcilekit.testing import Cluster, installed_webhooks
-from reconcilekit.webhook import VALIDATING_CONFIGURATIONS, AdmissionRequest, WebhookServer
+from reconcilekit.webhook import AdmissionRequest, WebhookServer
 
 from cnclaim_env import (
     cnclaim_client,
@@ -177,4 +178,4 @@ async def test_the_manifests_webhook_installed_for_a_test_refuses_a_malformed_cl
         tg.cancel_scope.cancel()
     assert "denied the request: spec.selector.matchLabels.zone: " in str(refused.value)
     with pytest.raises(NotFound):
-        await client.get(VALIDATING_CONFIGURATIONS, config["metadata"]["name"])
+        await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, config["metadata"]["name"])

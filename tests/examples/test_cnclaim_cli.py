@@ -16,8 +16,8 @@ import pytest
 
 from examples.cnclaim.resources import CNCLAIMS, CNPOOLS
 from reconcilekit import APIError, Client, NotFound
+from reconcilekit.kinds import VALIDATING_WEBHOOK_CONFIGURATIONS
 from reconcilekit.testing import Cluster
-from reconcilekit.webhook import VALIDATING_CONFIGURATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,13 +165,13 @@ async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
             assert ("denied the request: spec.selector.matchExpressions[0].values: must be "
                     "specified when operator is NotIn") in str(refused.value)
             configuration = f"cnclaim-operator-{apiserver.namespace}"
-            assert (await client.get(VALIDATING_CONFIGURATIONS, configuration))["webhooks"]
+            assert (await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, configuration))["webhooks"]
             proc.send_signal(signal.SIGTERM)
             with anyio.fail_after(30):
                 rest = (await proc.stderr.read()).decode()
                 code = await proc.wait()
             with pytest.raises(NotFound):
-                await client.get(VALIDATING_CONFIGURATIONS, configuration)
+                await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, configuration)
     finally:
         if proc.returncode is None:
             proc.kill()

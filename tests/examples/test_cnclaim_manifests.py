@@ -32,8 +32,7 @@ from examples.cnclaim.demo.run import play_with_operator
 from examples.cnclaim.demo.scenario import Progress
 from examples.cnclaim.operator import MANIFESTS, load_crds
 from examples.cnclaim.resources import CNPOOLS
-from reconcilekit import Client
-from reconcilekit.metrics import RequestRecord
+from reconcilekit import Client, RequestRecord
 from reconcilekit.testing import Cluster, NodeSimulator
 from reconcilekit.testing._control_plane import assets_from_env
 from reconcilekit.webhook import ServiceReference, WebhookServer

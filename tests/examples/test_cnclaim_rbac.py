@@ -53,10 +53,9 @@ from examples.cnclaim.resources import (
     PodPhase,
     name_of,
 )
-from reconcilekit import Client
+from reconcilekit import Client, RequestRecord
 from reconcilekit.__main__ import generate_manifests
 from reconcilekit.kinds import EVENTS, LEASES, SELF_SUBJECT_ACCESS_REVIEWS
-from reconcilekit.metrics import RequestRecord
 from reconcilekit.testing import Cluster, NodeSimulator
 
 from cnclaim_env import cnclaim_client, eventually, service_account_kubeconfig

@@ -1,7 +1,8 @@
 """An in-process kube-apiserver: the emulation that :mod:`reconcilekit.testing` serves.
 
-Only the names in ``__all__`` are public; every module below is private to
-the package, whatever its name.
+Its public names (:class:`~reconcilekit.testing.APIServer`,
+:class:`~reconcilekit.testing.Faults`) are exported by :mod:`reconcilekit.testing`
+alone; every module below is private to the package, whatever its name.
 
 The layout follows k8s.io/apiserver's own parts, so that a reader who knows
 them finds each counterpart. Bottom to top (a part imports only parts below
@@ -35,7 +36,4 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
 12. ``kube_apiserver.py``: :class:`APIServer`, which puts them together and serves.
 """
 
-from .endpoints.faults import Faults
-from .kube_apiserver import APIServer
-
-__all__ = ["APIServer", "Faults"]
+__all__: list[str] = []

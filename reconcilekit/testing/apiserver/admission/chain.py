@@ -69,7 +69,7 @@ from typing import Any
 import anyio
 import orjson
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from ..apiextensions.version_conversion import ConversionError, Converter
 from ..machinery.decoding import decode, go_base64_decode
 from ..machinery.request_user import RequestUser

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from ...._foundations.selectors import LabelSelector, SelectorError
 from ..machinery.decoding import go_base64_decode
 from ..machinery.resources import ResourceType

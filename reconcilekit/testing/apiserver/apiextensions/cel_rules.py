@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from ..machinery.status import Cause
 from ..machinery.validation import invalid
 from .schema_tree import child_schema, join_path, schema_nodes

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from .cel_rules import CELRules

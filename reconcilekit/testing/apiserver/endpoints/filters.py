@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from ..machinery.request_info import KUBE_GROUPS, ResourceRequest, parse_resource_path, verb_for
 from ..machinery.request_user import ADMIN, RequestUser
 from ..machinery.resources import Registry

@@ -18,7 +18,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from ...._foundations.selectors import FieldSelector, LabelSelector, SelectorError
 from ..admission.chain import Admission
 from ..apiextensions.version_conversion import Converter

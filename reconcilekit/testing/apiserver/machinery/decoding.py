@@ -19,7 +19,7 @@ import copy
 import datetime
 from typing import Any
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from .builtin_schema import kind_fields
 from .resources import ResourceType
 from .status import DecodeError

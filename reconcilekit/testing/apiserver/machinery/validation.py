@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from .status import Cause
 
 __all__ = ["STANDARD_FINALIZERS", "config_key_errors", "dns_label_errors",

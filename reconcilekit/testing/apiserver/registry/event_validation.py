@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import dns_subdomain_errors, invalid, qualified_name_errors, required

@@ -35,7 +35,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from ...._foundations.selector_syntax import go_quote
+from ...._foundations.go_compat import go_quote
 
 __all__ = ["CallError", "ClientConfig", "WebhookClient"]
 

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import orjson
 
-from ....._foundations.selector_syntax import go_quote
+from ....._foundations.go_compat import go_quote
 from ...machinery.request_info import go_int
 from ...machinery.status import Cause, StatusError
 from ...machinery.unstructured import Obj

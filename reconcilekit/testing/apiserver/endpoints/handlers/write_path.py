@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 
 import orjson
 
-from ....._foundations.selector_syntax import go_quote
+from ....._foundations.go_compat import go_quote
 from ...admission.chain import Admission, Attributes
 from ...admission.webhook_configurations import (
     check_ca_bundles,

@@ -1,0 +1,70 @@
+"""Go's behaviour where Kubernetes shows it: quoting, integers, string lengths, durations.
+
+kube-apiserver and client-go are Go programs, and what they write (error
+messages, limits, durations in API objects) follows Go's standard library.
+Wherever reconcilekit must answer or read exactly as they do, it uses these
+helpers, so that each Go rule has one home:
+
+* :func:`go_quote` is ``fmt``'s ``%q`` (strconv.Quote) for the text the API
+  server puts in its messages: JSON string escapes, printable non-ASCII kept;
+* :func:`parse_int64` is ``strconv.ParseInt(text, 10, 64)``: an optional
+  sign and decimal digits, in the int64 range, else ``None``;
+* :func:`byte_len` is Go's ``len`` of a string: its length in UTF-8 bytes,
+  which is what Kubernetes' length limits count;
+* :func:`parse_duration` reads the durations the API server writes
+  (``time.Duration.String``: ``10s``, ``1m30s``, ``500ms``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+__all__ = ["byte_len", "go_quote", "parse_duration", "parse_int64"]
+
+_INT64_RE: Final = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_DURATION_UNITS: Final = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6,
+                          "µs": 1e-6, "ns": 1e-9}
+_UNITS_LONGEST_FIRST: Final = ("ms", "us", "µs", "ns", "h", "m", "s")
+
+
+def go_quote(text: str) -> str:
+    """``text`` as Go's ``%q`` writes it in the API server's messages."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def parse_int64(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: the number, or ``None`` where Go fails."""
+    if not _INT64_RE.fullmatch(text):
+        return None
+    number = int(text)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
+
+
+def byte_len(text: str) -> int:
+    """Go's ``len(text)``: UTF-8 bytes, a lone surrogate counted as Go would read it."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def parse_duration(text: str | None) -> float | None:
+    """Seconds in a positive Go duration (``10s``, ``1m30s``, ``500ms``); ``None`` if absent,
+    malformed or not positive."""
+    if not text:
+        return None
+    total, number = 0.0, ""
+    i = 0
+    try:
+        while i < len(text):
+            if text[i].isdigit() or text[i] == ".":
+                number += text[i]
+                i += 1
+                continue
+            unit = next(u for u in _UNITS_LONGEST_FIRST if text.startswith(u, i))
+            total += float(number) * _DURATION_UNITS[unit]
+            number, i = "", i + len(unit)
+    except (StopIteration, ValueError):
+        return None
+    return total if not number and total > 0 else None
