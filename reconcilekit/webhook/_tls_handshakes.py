@@ -9,6 +9,14 @@ as unclosed at some later moment. An API server that dials the webhook just
 as the webhook server stops leaves exactly that behind. Python 3.12's
 ``Server.close_clients()`` closes them; before it, the accepting tasks are
 cancelled, which makes asyncio abort their transports.
+
+A connection past its handshake has the opposite problem: aiohttp's
+shutdown closes it the TLS way, sending close_notify and keeping the socket
+until the peer answers with its own, for up to asyncio's 30 s
+``ssl_shutdown_timeout``. A peer that has given up on the connection (an API
+server whose call to a hung webhook timed out) never answers, and the socket
+outlives the event loop just the same. Once the site has stopped, every
+connection it still had is aborted.
 """
 
 from __future__ import annotations
@@ -46,8 +54,16 @@ def abort_handshakes(server: asyncio.AbstractServer | None) -> int:
 
 
 async def stop_tls_site(runner: web.AppRunner, server: asyncio.AbstractServer | None) -> None:
-    """Stop an aiohttp TLS site: ``runner``'s cleanup, then :func:`abort_handshakes` of its
-    ``server``, waiting for the aborted connections to close."""
+    """Stop an aiohttp TLS site: ``runner``'s cleanup (handlers given its shutdown timeout),
+    then abort every connection it had and :func:`abort_handshakes` of its ``server``.
+
+    Guarantee: when this returns, no socket the site accepted is left open, whatever
+    the peers do (a TLS close that waits for the peer's answer is cut short)."""
+    http = runner.server
+    transports = [] if http is None else [
+        handler.transport for handler in http.connections if handler.transport is not None]
     await runner.cleanup()
-    if abort_handshakes(server):
-        await anyio.lowlevel.checkpoint()  # the cancelled handshakes close
+    for transport in transports:
+        transport.abort()  # a no-op for one already closed
+    if abort_handshakes(server) or transports:
+        await anyio.lowlevel.checkpoint()  # the aborted transports close
