@@ -9,6 +9,8 @@
 * :class:`NodeSimulator`: the scheduler's and kubelet's part for a cluster
   with no nodes.
 * :class:`FakeClock`: a clock that only moves when the test says so.
+* :class:`OperatorProcess`: an operator (or any command) as a child process, its
+  output read line by line, waited on with deadlines, SIGTERMed or SIGKILLed.
 * :class:`TCPProxy`: a proxy in front of a server that counts the bytes,
   delays them, and can cut or black-hole its connections.
 * :func:`write_volume`: files replaced in a directory as the kubelet replaces
@@ -24,6 +26,7 @@ from ._control_plane import ControlPlaneError as ControlPlaneError
 from ._eventually import eventually as eventually
 from ._fake_clock import FakeClock as FakeClock
 from ._nodes import NodeSimulator as NodeSimulator
+from ._operator_process import OperatorProcess as OperatorProcess
 from ._tcp_proxy import TCPProxy as TCPProxy
 from ._volumes import write_volume as write_volume
 from ._webhook_install import installed_webhooks as installed_webhooks
@@ -41,6 +44,7 @@ __all__ = [
     "Faults",
     "HTTPResult",
     "NodeSimulator",
+    "OperatorProcess",
     "TCPProxy",
     "eventually",
     "installed_webhooks",
