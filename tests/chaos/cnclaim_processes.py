@@ -3,9 +3,10 @@
 Shared by the chaos tests that inject faults from outside the operator
 (tests/chaos/test_chaos_control_plane.py, tests/chaos/test_outside_faults.py):
 
-* :class:`Replicas`: operator processes (``python -m examples.cnclaim``) in
-  slots, each restarted when it exits, as a kubelet restarts a container;
-  every one is SIGTERMed (then SIGKILLed) and reaped when its task ends;
+* :class:`Replicas`: operator processes (``python -m examples.cnclaim``, each an
+  :class:`~reconcilekit.testing.OperatorProcess`) in slots, each restarted when it
+  exits, as a kubelet restarts a container; every one is SIGTERMed (then
+  SIGKILLed) and reaped when its task ends;
 * :class:`Referee`: watches claims and Pods through the test's informers (what
   kube-apiserver says, not the operator's word) and records any Pod named by
   two live claims at once, or whose claimed-by label moves straight from one
@@ -15,10 +16,8 @@ Shared by the chaos tests that inject faults from outside the operator
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from examples.cnclaim.resources import CLAIMED_BY_LABEL, claimed_by, name_of, sp
 from reconcilekit import APIConnectionError, APIError, Client, EventHandler
 from reconcilekit.kinds import LEASES
 from reconcilekit.lowlevel import Informer
+from reconcilekit.testing import OperatorProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]
@@ -82,7 +82,7 @@ class Replicas:
 
     def __init__(self, logs: Path, args: Callable[[int, int], Sequence[str]]) -> None:
         self.logs, self._args = logs, args
-        self.procs: dict[int, asyncio.subprocess.Process] = {}
+        self.procs: dict[int, OperatorProcess] = {}
         self.starts: dict[int, int] = {}
         self.exits: list[tuple[int, int | None, float]] = []
         self.kills = 0
@@ -97,10 +97,9 @@ class Replicas:
         while True:
             start = self.starts.get(slot, 0)
             self.starts[slot] = start + 1
-            with self.log(slot).open("ab") as out:
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "examples.cnclaim", *self._args(slot, start),
-                    cwd=ROOT, stdout=out, stderr=out)
+            proc = await OperatorProcess(
+                sys.executable, "-m", "examples.cnclaim", *self._args(slot, start), cwd=ROOT,
+                log=self.log(slot), name=f"operator {slot}").start()
             self.procs[slot] = proc
             if not started:
                 task_status.started()
@@ -108,14 +107,8 @@ class Replicas:
             try:
                 code = await proc.wait()
             finally:
-                if proc.returncode is None:
-                    proc.send_signal(signal.SIGTERM)
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(30):
-                        await proc.wait()
-                    if proc.returncode is None:
-                        proc.kill()
-                        with anyio.CancelScope(shield=True):
-                            await proc.wait()
+                with anyio.CancelScope(shield=True):
+                    await proc.stop(grace=30)
             self.exits.append((slot, code, time.time()))
             if slot not in self._killed and code not in (0, 1):
                 raise AssertionError(f"operator {slot} exited with {code}: see {self.log(slot)}")
@@ -126,7 +119,7 @@ class Replicas:
         """SIGKILL the process in ``slot`` (no shutdown, no Lease release); it is restarted."""
         self.kills += 1
         self._killed.add(slot)
-        self.procs[slot].send_signal(signal.SIGKILL)
+        self.procs[slot].kill()
 
     def slot_of(self, identity: str) -> int | None:
         """The slot whose log names ``identity`` (a Lease holder), if any."""
