@@ -49,14 +49,11 @@ benchmark as in-process).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import functools
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -72,7 +69,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reconcilekit import AlreadyExists, Client, NotFound, Resource
 from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS
-from reconcilekit.testing import APIServer, ControlPlane
+from reconcilekit.testing import APIServer, ControlPlane, OperatorProcess
 
 from .store import realistic_pod
 
@@ -267,8 +264,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
                 *(["--webhook-addr", f"127.0.0.1:{_free_port()}"] if webhook else
                   ["--no-webhooks"])]
     env = dict(os.environ, RECONCILEKIT_EVENT_LOOP=event_loop) if event_loop else None
-    proc = await asyncio.create_subprocess_exec(
-        *args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = await OperatorProcess(*args, cwd=ROOT, env=env, name=operator).start()
     try:
         with anyio.fail_after(60):  # the operator is up once it watches claims
             if server is not None:
@@ -302,9 +298,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         after = None if before is None else await _settled_metrics(
             port, before.get("events", 0.0) + n)
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-        out = (await proc.communicate())[0].decode()
+        await proc.stop()
     counts: dict[str, float] = {}
     if before is not None and after is not None:
         counts = {k: v - before.get(k, 0.0) for k, v in after.items()
@@ -312,7 +306,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         requests = int(counts.get("requests", 0))
         reconciles = counts.get("reconciles", 0.0)
     else:
-        reconciles = float(orjson.loads(out.strip().splitlines()[-1])["reconciles"])
+        reconciles = float(orjson.loads(proc.stdout[-1])["reconciles"])
     return {"operator": operator, "workers": workers if operator == "reconcilekit" else 1,
             "event_loop": event_loop or "default", "webhook": webhook,
             "n": n, "seconds": elapsed,

@@ -30,8 +30,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,9 +40,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from reconcilekit.testing import ControlPlane
+from reconcilekit.testing import ControlPlane, OperatorProcess
 
 from .__main__ import machine
 from .scale import ETCD_QUOTA, populate
@@ -56,50 +54,33 @@ def _progress(text: str) -> None:
 
 
 class Replica:
-    """One operator process, and the JSON lines it printed."""
+    """One operator process (an :class:`OperatorProcess`, its output in a log beside the
+    kubeconfig), and the JSON lines it prints."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, name: str, log: Path) -> None:
-        self.proc, self.name, self.log = proc, name, log
-        self.seen: dict[str, dict[str, Any]] = {}  # the first line of each event
+    def __init__(self, process: OperatorProcess) -> None:
+        self.process = process
 
     @classmethod
     async def start(cls, kubeconfig: Path, identity: str, lease: str, standby: str) -> Replica:
-        log = kubeconfig.with_name(f"{lease}-{identity}.log")
-        with log.open("wb") as err:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "benchmarks.failover_subject", "--kubeconfig",
-                str(kubeconfig), "--identity", identity, "--lease", lease, "--standby",
-                standby, stdout=subprocess.PIPE, stderr=err, cwd=Path(__file__).parent.parent)
-        return cls(proc, identity, log)
-
-    def log_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        return cls(await OperatorProcess(
+            sys.executable, "-m", "benchmarks.failover_subject", "--kubeconfig",
+            str(kubeconfig), "--identity", identity, "--lease", lease, "--standby", standby,
+            cwd=Path(__file__).parent.parent, log=kubeconfig.with_name(f"{lease}-{identity}.log"),
+            name=f"replica {identity}").start())
 
     async def until(self, event: str, within: float) -> dict[str, Any]:
-        """The line telling of ``event``, read already or when it comes (the replica's
-        lines may come in another order than they are asked for)."""
-        assert self.proc.stdout is not None
-        with anyio.move_on_after(within):
-            while event not in self.seen:
-                line = await self.proc.stdout.readline()
-                if not line:
-                    code = await self.proc.wait()
-                    raise RuntimeError(f"replica {self.name} ended (exit code {code}) "
-                                       f"before {event}; the end of its log:\n"
-                                       f"{self.log_tail()}")
-                got: dict[str, Any] = json.loads(line)
-                self.seen.setdefault(got["event"], got)
-        if event in self.seen:
-            return self.seen[event]
-        raise RuntimeError(f"replica {self.name}: no {event} within {within:.0f}s; the end of "
-                           f"its log:\n{self.log_tail()}")
+        """The first line telling of ``event``, read already or when it comes (the
+        replica's lines may come in another order than they are asked for)."""
+        opening = json.dumps({"event": event})[:-1]  # {"event": "leading"
+        line = await self.process.wait_for_line(f"^{re.escape(opening)}", within=within)
+        got: dict[str, Any] = json.loads(line.string)
+        return got
 
     async def kill(self) -> float:
         """SIGKILL; the Unix time it was sent."""
         at = time.time()
-        if self.proc.returncode is None:
-            self.proc.kill()
-        await self.proc.wait()
+        self.process.kill()
+        await self.process.wait()
         return at
 
 

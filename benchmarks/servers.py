@@ -7,7 +7,6 @@ that does not share its process (so the client's CPU is its own).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import subprocess
 import sys
 import tempfile
@@ -15,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from reconcilekit.testing import OperatorProcess
 from reconcilekit.testing._control_plane import assets_from_env
 
 __all__ = ["add_assets_option", "api_server", "kube_apiserver_version"]
@@ -33,16 +33,11 @@ async def api_server(assets: str | None = None) -> AsyncIterator[Path]:
                 plane.write_kubeconfig(kubeconfig)
                 yield kubeconfig
             return
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "reconcilekit.testing", "--kubeconfig-out", str(kubeconfig),
-            stdout=subprocess.PIPE)
-        try:
-            assert proc.stdout is not None
-            await proc.stdout.readline()  # the server prints a line once it serves
+        async with OperatorProcess(sys.executable, "-m", "reconcilekit.testing",
+                                   "--kubeconfig-out", str(kubeconfig),
+                                   name="the in-process API server") as server:
+            await server.wait_for_line("listening on", within=120)  # printed once it serves
             yield kubeconfig
-        finally:
-            proc.terminate()
-            await proc.wait()
 
 
 def add_assets_option(parser: argparse.ArgumentParser) -> None:

@@ -17,13 +17,10 @@ A node simulator in the benchmark runs the Pods.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import os
 import re
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,12 +33,12 @@ from examples.cnclaim.operator import install_crds
 from examples.cnclaim.resources import CNCLAIMSETS, CNPOOLS
 from reconcilekit import Client
 from reconcilekit.kinds import NAMESPACES
-from reconcilekit.testing import NodeSimulator
+from reconcilekit.testing import NodeSimulator, OperatorProcess
 
 from .servers import api_server
 
 ROOT = Path(__file__).resolve().parent.parent
-_PORT = re.compile(rb"serving /metrics, /healthz and /readyz on http://[^:]+:(\d+)")
+_PORT = re.compile(r"serving /metrics, /healthz and /readyz on http://[^:]+:(\d+)")
 
 
 def _names(n: int) -> list[str]:
@@ -71,27 +68,13 @@ async def _cached(port: int) -> tuple[int, int]:
     return total("reconcilekit_cache_objects"), total("reconcilekit_cache_bytes")
 
 
-async def _replica(kubeconfig: Path, identity: str) -> tuple[asyncio.subprocess.Process, int]:
-    proc = await asyncio.create_subprocess_exec(
+async def _replica(kubeconfig: Path, identity: str) -> tuple[OperatorProcess, int]:
+    proc = await OperatorProcess(
         sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
         "--shard-ring", "bench", "--identity", identity, "--metrics-addr", "127.0.0.1:0",
-        "--no-webhooks", "--log-level", "INFO", cwd=ROOT, stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    while True:
-        line = await proc.stderr.readline()
-        if not line:
-            raise RuntimeError(f"replica {identity} exited before serving /metrics")
-        found = _PORT.search(line)
-        if found:
-            break
-
-    async def drain() -> None:  # keep reading its log so it never blocks on the pipe
-        assert proc.stderr is not None
-        while await proc.stderr.readline():
-            pass
-    asyncio.get_running_loop().create_task(drain())
-    return proc, int(found.group(1))
+        "--no-webhooks", "--log-level", "INFO", cwd=ROOT, name=f"replica {identity}").start()
+    serving = await proc.wait_for_line(_PORT, within=120)
+    return proc, int(serving.group(1))
 
 
 async def one_run(assets: str | None, namespaces: int, claims: int, replicas: int
@@ -133,9 +116,9 @@ async def one_run(assets: str | None, namespaces: int, claims: int, replicas: in
                     per.append((cpu, rss, objects, held))
             finally:
                 for proc, _ in procs:
-                    proc.send_signal(signal.SIGTERM)
+                    proc.terminate()
                 for proc, _ in procs:
-                    await proc.wait()
+                    await proc.stop()
     return {"replicas": replicas, "seconds": took,
             "cpu": [p[0] for p in per], "rss": [p[1] for p in per],
             "objects": [p[2] for p in per], "bytes": [p[3] for p in per]}

@@ -40,7 +40,7 @@ import yaml
 
 from reconcilekit import AlreadyExists, Client
 from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS
-from reconcilekit.testing import ControlPlane
+from reconcilekit.testing import ControlPlane, OperatorProcess
 
 from .__main__ import machine
 from .e2e import CLAIMS, MANIFESTS, _claim, _free_port, _operator_metrics, _pod
@@ -132,10 +132,10 @@ async def _first_reconcile(kubeconfig: Path, ns: str) -> tuple[float, float]:
     """Seconds from exec to the operator's metrics answering, and to its first reconcile."""
     port = _free_port()
     began = time.perf_counter()
-    proc = await asyncio.create_subprocess_exec(
+    proc = await OperatorProcess(
         sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
         "--namespace", ns, "--no-webhooks", "--metrics-addr", f"127.0.0.1:{port}",
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cwd=ROOT, name="the operator").start()
     serving: float | None = None
     try:
         with anyio.fail_after(120):
@@ -144,7 +144,8 @@ async def _first_reconcile(kubeconfig: Path, ns: str) -> tuple[float, float]:
                     metrics = await _operator_metrics(port)
                 except aiohttp.ClientError:
                     if proc.returncode is not None:
-                        raise RuntimeError(f"the operator exited ({proc.returncode})") from None
+                        raise RuntimeError(f"the operator exited ({proc.returncode}); the last "
+                                           f"lines of its output:\n{proc.log_tail()}") from None
                     await anyio.sleep(0.005)
                     continue
                 if serving is None:
@@ -153,8 +154,7 @@ async def _first_reconcile(kubeconfig: Path, ns: str) -> tuple[float, float]:
                     return serving, time.perf_counter() - began
                 await anyio.sleep(0.005)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+        proc.kill()
         await proc.wait()
 
 
