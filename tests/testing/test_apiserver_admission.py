@@ -22,17 +22,17 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
-
-from reconcilekit.testing import Cluster, eventually
-from reconcilekit.testing._tls import ServingCertificate
-from reconcilekit.webhook import exclude_users
-
-from conftest import (
+from apiserver_helpers import (
     CONVERSION_GROUP,
     RecordingWebhook,
     installed,
     two_version_crd,
 )
+
+from reconcilekit.testing import Cluster, eventually
+from reconcilekit.testing._tls import ServingCertificate
+from reconcilekit.webhook import exclude_users
+
 from k8s_objects import configmap, widget
 
 API = "/apis/admissionregistration.k8s.io/v1"

@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from apiserver_helpers import serving_cli
 from kubernetes_asyncio import client, config
 
 from reconcilekit.testing import Cluster
-
-from conftest import serving_cli
 
 
 async def _get_default_namespace(kubeconfig: Path) -> int:

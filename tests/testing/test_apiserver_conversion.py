@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from apiserver_helpers import CONVERSION_GROUP, RecordingWebhook, installed, two_version_crd
 
 from reconcilekit.testing import Cluster
-
-from conftest import CONVERSION_GROUP, RecordingWebhook, installed, two_version_crd
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 

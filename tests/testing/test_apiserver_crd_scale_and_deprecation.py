@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconcilekit.testing import Cluster
+from apiserver_helpers import GROUP
 
-from conftest import GROUP
+from reconcilekit.testing import Cluster
 
 SCHEMA = {"openAPIV3Schema": {"type": "object", "properties": {
     "spec": {"type": "object", "properties": {"replicas": {"type": "integer", "maximum": 10},

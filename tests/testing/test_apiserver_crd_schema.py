@@ -13,10 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from apiserver_helpers import PROBE_CRD, crd
 
 from reconcilekit.testing import Cluster
-
-from conftest import PROBE_CRD, crd
 
 NOT_CHECKED = ("<nil>", 'Invalid value: "null": some validation rules were not checked '
                "because the object was invalid; correct the existing errors to complete "

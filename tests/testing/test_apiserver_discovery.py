@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apiserver_helpers import WIDGET_CRD
+
 from reconcilekit.testing import APIServer, Cluster, HTTPResult
 from reconcilekit.testing._discovery import served_resources
 from reconcilekit.testing._leftovers import snapshot
-
-from conftest import WIDGET_CRD
 
 
 async def test_version_and_health_are_open_to_anonymous_clients(apiserver: Cluster) -> None:

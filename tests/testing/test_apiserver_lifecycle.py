@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver_helpers import WIDGET_CRD
+
 from reconcilekit.testing import Cluster, eventually
 
-from conftest import WIDGET_CRD
 from k8s_objects import configmap, widget
 
 # kube-apiserver leaves namespace deletion and garbage collection to

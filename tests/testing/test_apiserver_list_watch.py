@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
+from apiserver_helpers import ANYTHING, crd
 
 from reconcilekit.lowlevel import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST
 from reconcilekit.testing import Cluster, eventually
 
-from conftest import ANYTHING, crd
 from k8s_objects import configmap
 
 

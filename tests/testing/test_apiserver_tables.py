@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from apiserver_helpers import ANYTHING, PROBE_CRD
 
 from reconcilekit.testing import Cluster
 from reconcilekit.testing.apiserver.endpoints.tables import human_duration
-
-from conftest import ANYTHING, PROBE_CRD
 
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
                   "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")

@@ -18,12 +18,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
+from apiserver_helpers import serving_cli
 from kubernetes_asyncio import client, config
 
 from reconcilekit.testing import APIServer, Cluster
 from reconcilekit.testing._tls import ServingCertificate
-
-from conftest import serving_cli
 
 
 async def test_it_serves_https_that_its_own_ca_verifies() -> None:

@@ -17,13 +17,12 @@ from typing import Any
 
 import anyio
 import pytest
+from apiserver_helpers import ANYTHING, crd
 
 from reconcilekit.testing import Cluster, eventually
 from reconcilekit.testing._cluster import open_cluster
 from reconcilekit.testing._leftovers import RunWindow, Snapshot, leftovers
 from reconcilekit.testing._namespace_release import TIMEOUT_ENV, RemovalTiming
-
-from conftest import ANYTHING, crd
 
 HOLDER_CRD = crd("Holder", ANYTHING)
 HOLDERS = "/apis/test.reconcilekit.dev/v1/namespaces/{}/holders"
