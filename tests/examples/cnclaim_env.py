@@ -49,9 +49,8 @@ async def cnclaim_client(cluster: Cluster) -> AsyncIterator[Client]:
     """A reconcilekit client for the test's API server, with the CNClaim CRDs installed.
 
     The CRDs are shared by the session's tests: the ones this call created are
-    deleted when the session ends. Each test module wraps it in a ``client``
-    fixture of its own (a conftest.py here would shadow tests/testing's
-    ``conftest`` module, which tests import from).
+    deleted when the session ends. The ``client`` fixture (tests/examples/conftest.py)
+    wraps it.
     """
     async with Client(cluster.configuration) as c:
         for name in await install_crds(c):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -22,7 +21,6 @@ from reconcilekit.testing import Cluster, installed_webhooks
 from reconcilekit.webhook import AdmissionRequest, WebhookServer
 
 from cnclaim_env import (
-    cnclaim_client,
     eventually,
     get_or_none,
     idle_pod,
@@ -30,12 +28,6 @@ from cnclaim_env import (
     running_operator,
     until_admission_refuses,
 )
-
-
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with cnclaim_client(apiserver) as c:
-        yield c
 
 
 def claim_webhook_server(cluster: Cluster, users: frozenset[str] = frozenset()) -> WebhookServer:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -24,14 +23,7 @@ from reconcilekit import Client, Request
 from reconcilekit.kinds import EVENTS
 from reconcilekit.testing import Cluster
 
-from cnclaim_env import bound_to, cnclaim_client, eventually, idle_pod, new_claim, running_operator
-
-
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with cnclaim_client(apiserver) as c:
-        yield c
-
+from cnclaim_env import bound_to, eventually, idle_pod, new_claim, running_operator
 
 SELECTOR = {"matchLabels": {"tier": "olap"},
             "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]},

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 from examples.cnclaim.resources import CNCLAIMS, CNPOOLS
 from reconcilekit import APIError, Client, NotFound
 from reconcilekit.kinds import VALIDATING_WEBHOOK_CONFIGURATIONS
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, OperatorProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,23 +100,16 @@ async def test_argument_errors_are_one_clear_line_and_status_two(args: list[str]
     assert message in err and "Traceback" not in err, err
 
 
-def _kubeconfig(apiserver: Cluster, tmp_path: Path) -> Path:
-    if apiserver.server is not None:
-        return apiserver.server.write_kubeconfig(tmp_path / "kubeconfig")
-    assert apiserver.kubeconfig_path is not None
-    return apiserver.kubeconfig_path
-
-
-def _cluster_args(apiserver: Cluster, tmp_path: Path) -> list[str]:
-    args = ["--kubeconfig", str(_kubeconfig(apiserver, tmp_path)),
+def _cluster_args(apiserver: Cluster, kubeconfig: Path) -> list[str]:
+    args = ["--kubeconfig", str(kubeconfig),
             "--namespace", apiserver.namespace, "--metrics-addr", "127.0.0.1:0",
             "--install-crds", "--webhook-addr", "127.0.0.1:0"]
     return [*args, "--simulated-nodes", "3"]
 
 
 async def test_kubeconfig_scenario_installs_the_crds_and_plays_there(apiserver: Cluster,
-                                                                     tmp_path: Path) -> None:
-    code, out, err = await _run(*_cluster_args(apiserver, tmp_path), "--scenario",
+                                                                     kubeconfig: Path) -> None:
+    code, out, err = await _run(*_cluster_args(apiserver, kubeconfig), "--scenario",
                                 "--leader-elect", limit=120)
     assert code == 0, out + err
     assert "step 8: delete CNClaimSet web" in out and "Traceback" not in err
@@ -127,7 +119,7 @@ async def test_kubeconfig_scenario_installs_the_crds_and_plays_there(apiserver: 
 
 
 async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
-        apiserver: Cluster, tmp_path: Path) -> None:
+        apiserver: Cluster, kubeconfig: Path) -> None:
     """No CNPool object: Idle Pods labelled with the pool (provisioned by another tool)
     are bound all the same; a malformed claim is refused at admission by the webhook the
     operator registered. SIGTERM ends the operator with status 0, its webhook
@@ -140,18 +132,11 @@ async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
         until_admission_refuses,
     )
 
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "examples.cnclaim", *_cluster_args(apiserver, tmp_path),
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, "POD_NAMESPACE": apiserver.namespace})
-    try:
-        assert proc.stderr is not None
-        log: list[str] = []
-        with anyio.fail_after(60):
-            while "started 3 controller(s)" not in (log[-1] if log else ""):
-                line = (await proc.stderr.readline()).decode()
-                assert line, "".join(log)
-                log.append(line)
+    async with OperatorProcess(sys.executable, "-m", "examples.cnclaim",
+                               *_cluster_args(apiserver, kubeconfig), cwd=ROOT,
+                               env={**os.environ, "POD_NAMESPACE": apiserver.namespace},
+                               name="the operator") as proc:
+        await proc.wait_for_line(re.escape("started 3 controller(s)"), within=60)
         async with Client(apiserver.configuration) as client:
             pod = await idle_pod(apiserver, client, "preprovisioned")
             await new_claim(apiserver, client, "bare", "preprovisioned")
@@ -166,15 +151,9 @@ async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
                     "specified when operator is NotIn") in str(refused.value)
             configuration = f"cnclaim-operator-{apiserver.namespace}"
             assert (await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, configuration))["webhooks"]
-            proc.send_signal(signal.SIGTERM)
-            with anyio.fail_after(30):
-                rest = (await proc.stderr.read()).decode()
-                code = await proc.wait()
+            code = await proc.stop(grace=30)
             with pytest.raises(NotFound):
                 await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, configuration)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert code == 0, "".join(log) + rest
-    assert "Traceback" not in rest
+    log = "\n".join(proc.lines)
+    assert code == 0, log
+    assert "Traceback" not in log

@@ -8,10 +8,7 @@ and failed as described, and the fix was restored.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import anyio
-import pytest
 
 from examples.cnclaim.claimset import scale_in_order
 from examples.cnclaim.resources import (
@@ -39,19 +36,12 @@ from reconcilekit.testing import Cluster
 from cnclaim_env import (
     Watchdog,
     bound_to,
-    cnclaim_client,
     eventually,
     get_or_none,
     idle_pod,
     new_claim,
     running_operator,
 )
-
-
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with cnclaim_client(apiserver) as c:
-        yield c
 
 
 async def test_bug1_deleting_a_claim_whose_pod_another_claim_holds_completes(

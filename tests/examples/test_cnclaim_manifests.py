@@ -10,13 +10,10 @@ runs as its own ServiceAccount under those rules.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import signal
-import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,26 +30,18 @@ from examples.cnclaim.demo.scenario import Progress
 from examples.cnclaim.operator import MANIFESTS, load_crds
 from examples.cnclaim.resources import CNPOOLS
 from reconcilekit import Client, RequestRecord
-from reconcilekit.testing import Cluster, NodeSimulator
+from reconcilekit.testing import Cluster, NodeSimulator, OperatorProcess
 from reconcilekit.testing._control_plane import assets_from_env
 from reconcilekit.webhook import ServiceReference, WebhookServer
 
 from cnclaim_env import (
     bound_to,
-    cnclaim_client,
     eventually,
     idle_pod,
     new_claim,
     running_operator,
     service_account_kubeconfig,
 )
-
-
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with cnclaim_client(apiserver) as c:
-        yield c
-
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -251,12 +240,11 @@ async def _run_the_operator_as_its_account(apiserver: Cluster, client: Client,
                                            tmp_path: Path) -> None:
     ns = apiserver.namespace
     kubeconfig = await _service_account_kubeconfig(apiserver, tmp_path / "kubeconfig")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
-        "--namespace", ns, "--leader-elect", "--leader-elect-namespace", "cnclaim-system",
-        "--metrics-addr", "127.0.0.1:0", "--no-webhooks", cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE)
-    try:
+    async with OperatorProcess(
+            sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
+            "--namespace", ns, "--leader-elect", "--leader-elect-namespace", "cnclaim-system",
+            "--metrics-addr", "127.0.0.1:0", "--no-webhooks", cwd=ROOT,
+            name="the operator") as proc:
         async with NodeSimulator(client, nodes=2, namespace=ns):
             await client.create(CNPOOLS, {
                 "apiVersion": CNPOOLS.api_version, "kind": CNPOOLS.kind,
@@ -265,13 +253,7 @@ async def _run_the_operator_as_its_account(apiserver: Cluster, client: Client,
             await new_claim(apiserver, client, "c", "rbac")
             await eventually(lambda: bound_to(client, ns, "c"), within=60,
                              what="claim c Bound by the operator as its ServiceAccount")
-        proc.send_signal(signal.SIGTERM)
-        with anyio.fail_after(60):
-            _, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    log = err.decode()
-    assert proc.returncode == 0, log
+        code = await proc.stop(grace=60)
+    log = "\n".join(proc.lines)
+    assert code == 0, log
     assert "Forbidden" not in log and "Traceback" not in log, log

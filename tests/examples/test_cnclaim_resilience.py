@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -30,19 +29,12 @@ from reconcilekit.testing import Cluster
 from cnclaim_env import (
     Watchdog,
     bound_to,
-    cnclaim_client,
     eventually,
     get_or_none,
     idle_pod,
     new_claim,
     running_operator,
 )
-
-
-@pytest.fixture
-async def client(apiserver: Cluster) -> AsyncIterator[Client]:
-    async with cnclaim_client(apiserver) as c:
-        yield c
 
 Obj = dict[str, Any]
 
