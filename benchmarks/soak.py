@@ -172,19 +172,19 @@ async def soak(assets: str, minutes: float, idle_minutes: float, pool: int, seed
                 await install_crds(client)  # and wait until they are Established
                 await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                                  "metadata": {"name": NS}})
-                with log_path.open("w") as log:
-                    operator = Supervisor(ROOT, kubeconfig, NS, log)
-                    faults = FaultInjector(plane, proxy, operator)
-                    async with NodeSimulator(client, nodes=5, namespace=NS), \
-                            anyio.create_task_group() as tg:
-                        await tg.start(operator.run)
-                        try:
-                            result = await _rounds(client, operator, faults, log_path, rng,
-                                                   minutes, idle_minutes, pool, kill_max,
-                                                   within, seed, fault_every)
-                        finally:
-                            await operator.stop()
-                            tg.cancel_scope.cancel()
+                log_path.write_bytes(b"")
+                operator = Supervisor(ROOT, kubeconfig, NS, log_path)
+                faults = FaultInjector(plane, proxy, operator)
+                async with NodeSimulator(client, nodes=5, namespace=NS), \
+                        anyio.create_task_group() as tg:
+                    await tg.start(operator.run)
+                    try:
+                        result = await _rounds(client, operator, faults, log_path, rng,
+                                               minutes, idle_minutes, pool, kill_max,
+                                               within, seed, fault_every)
+                    finally:
+                        await operator.stop()
+                        tg.cancel_scope.cancel()
                 result["operator_starts"] = operator.starts
                 result["operator_exits"] = {str(k): v for k, v in operator.exits.items()}
                 return result

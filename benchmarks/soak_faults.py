@@ -22,17 +22,16 @@ Each fault returns when it has ended; the soak then times convergence.
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
+import anyio.abc
 
-from reconcilekit.testing import ControlPlane, TCPProxy
+from reconcilekit.testing import ControlPlane, OperatorProcess, TCPProxy
 
 FAULTS = ("partition", "latency", "etcd-stop", "operator-kill", "apiserver-kill")
 PARTITION_SECONDS = 25.0  # longer than the Lease (15 s)
@@ -42,15 +41,16 @@ APISERVER_DOWN_SECONDS = 5.0
 
 
 class Supervisor:
-    """The operator as a process, started again a second after each exit."""
+    """The operator as a process (an :class:`OperatorProcess` appending to ``log``), started
+    again a second after each exit."""
 
-    def __init__(self, root: Path, kubeconfig: Path, namespace: str, log: IO[str]) -> None:
+    def __init__(self, root: Path, kubeconfig: Path, namespace: str, log: Path) -> None:
         self._command = [sys.executable, "-m", "examples.cnclaim", "--kubeconfig",
                          str(kubeconfig), "--namespace", namespace, "--leader-elect",
                          "--metrics-addr", "127.0.0.1:0", "--webhook-addr", "127.0.0.1:0",
                          "--log-level", "INFO"]
         self._root, self._log = root, log
-        self.process: asyncio.subprocess.Process | None = None
+        self.process: OperatorProcess | None = None
         self.exits: Counter[int] = Counter()
         self.starts = 0
         self._stopping = False
@@ -63,8 +63,8 @@ class Supervisor:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         started = False
         while not self._stopping:
-            self.process = await asyncio.create_subprocess_exec(
-                *self._command, cwd=self._root, stdout=self._log, stderr=self._log)
+            self.process = await OperatorProcess(*self._command, cwd=self._root, log=self._log,
+                                                 name="the operator").start()
             self.starts += 1
             if not started:
                 task_status.started()
@@ -77,18 +77,13 @@ class Supervisor:
 
     def kill(self) -> None:
         """SIGKILL the operator: no Lease release, no cleanup."""
-        if self.process is not None and self.process.returncode is None:
-            self.process.send_signal(signal.SIGKILL)
+        if self.process is not None:
+            self.process.kill()
 
     async def stop(self) -> None:
         self._stopping = True
-        if self.process is not None and self.process.returncode is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(self.process.wait(), 60)
-            except TimeoutError:
-                self.process.kill()
-                await self.process.wait()
+        if self.process is not None:
+            await self.process.stop(grace=60)
 
 
 class FaultInjector:
