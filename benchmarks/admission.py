@@ -41,7 +41,7 @@ from reconcilekit.kinds import NAMESPACES
 from reconcilekit.lowlevel import event_loop_options
 from reconcilekit.webhook import WebhookServer, install_configurations, remove_configurations
 
-from .e2e import _proc_stats
+from .proc_stats import cpu_seconds
 from .scale import _profile_lines
 from .servers import api_server
 
@@ -112,7 +112,7 @@ async def run(assets: str | None, n: int, rounds: int, profile: bool) -> None:
             assert (await webhook.stdout.readline()).strip() == b"ready"
             await _storm(client, PLAIN, 20, -1)  # warm both paths (connections, caches)
             await _storm(client, GUARDED, 20, -1)
-            cpu_before = _proc_stats(webhook.pid)[0]
+            cpu_before = cpu_seconds(webhook.pid)
             plain: list[float] = []
             guarded: list[float] = []
             for r in range(rounds):
@@ -120,7 +120,7 @@ async def run(assets: str | None, n: int, rounds: int, profile: bool) -> None:
                 for ns, into in (order if r % 2 == 0 else order[::-1]):
                     into.extend(await _storm(client, ns, n, r))
                     print(f"round {r + 1}/{rounds} {ns}: done", file=sys.stderr)
-            cpu = _proc_stats(webhook.pid)[0] - cpu_before
+            cpu = cpu_seconds(webhook.pid) - cpu_before
             if profile:  # one more burst, profiled: cProfile slows what it watches
                 webhook.send_signal(signal.SIGUSR1)
                 await _storm(client, GUARDED, n, rounds)

@@ -71,6 +71,7 @@ from reconcilekit import AlreadyExists, Client, NotFound, Resource
 from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS
 from reconcilekit.testing import APIServer, ControlPlane, OperatorProcess
 
+from .proc_stats import cpu_and_peak_rss, cpu_seconds
 from .store import realistic_pod
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,17 +121,7 @@ def _claim(i: int) -> dict[str, Any]:
 
 def _cpu_of(pids: tuple[int, ...]) -> float:
     """CPU seconds used so far by these processes together."""
-    return sum(_proc_stats(pid)[0] for pid in pids)
-
-
-def _proc_stats(pid: int) -> tuple[float, float]:
-    """(CPU seconds, peak RSS in MiB) of a live process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu = (int(fields[11]) + int(fields[12])) / ticks
-    hwm = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text()
-               .splitlines() if line.startswith("VmHWM"))
-    return cpu, hwm / 1024
+    return sum(cpu_seconds(pid) for pid in pids)
 
 
 async def _operator_metrics(port: int) -> dict[str, float]:
@@ -276,7 +267,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         if server is not None:
             server.requests.clear()
         before = None if operator == "naive" else await _operator_metrics(port)
-        cpu_ready, server_ready = _proc_stats(proc.pid)[0], _cpu_of(server_pids)
+        cpu_ready, server_ready = cpu_seconds(proc.pid), _cpu_of(server_pids)
         bound = anyio.Event()
         async with anyio.create_task_group() as tg:
             if server is None:  # on a cluster: one watch, far cheaper than polling lists
@@ -292,7 +283,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
                     await anyio.sleep(0.05)
             elapsed = time.perf_counter() - started
         requests = None if server is None else server.request_count() - n  # minus ours
-        cpu, rss = _proc_stats(proc.pid)
+        cpu, rss = cpu_and_peak_rss(proc.pid)
         server_cpu = _cpu_of(server_pids) - server_ready
         at_bound = None if before is None else await _operator_metrics(port)
         after = None if before is None else await _settled_metrics(

@@ -82,7 +82,7 @@ from reconcilekit.kinds import NAMESPACES, PODS
 from reconcilekit.testing import ControlPlane
 
 from .__main__ import machine
-from .e2e import _proc_stats
+from .proc_stats import cpu_seconds
 from .scale_go import CLIENT_GO, go_subject
 from .servers import add_assets_option, kube_apiserver_version
 from .store import realistic_pod
@@ -188,7 +188,7 @@ async def run_subject(argv: list[str], kubeconfig: Path, n: int, burst: int,
     assert proc.stdin is not None
     try:
         synced = await _line(proc, within=600 + n / 50)
-        synced["cpu_seconds"] = _proc_stats(proc.pid)[0]
+        synced["cpu_seconds"] = cpu_seconds(proc.pid)
         if burst:
             proc.stdin.write(f"burst {burst_value} {burst}\n".encode())
             await proc.stdin.drain()

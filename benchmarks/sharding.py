@@ -35,6 +35,7 @@ from reconcilekit import Client
 from reconcilekit.kinds import NAMESPACES
 from reconcilekit.testing import NodeSimulator, OperatorProcess
 
+from .proc_stats import cpu_and_rss
 from .servers import api_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,15 +46,6 @@ def _names(n: int) -> list[str]:
     # names that differ from the start: FNV-1a spreads them over the shards (names
     # that differ only at the end would share a few)
     return [f"n{hashlib.sha256(str(i).encode()).hexdigest()[:10]}" for i in range(n)]
-
-
-def _cpu_rss(pid: int) -> tuple[float, float]:
-    """(CPU seconds, RSS MiB) of a process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu = (int(fields[11]) + int(fields[12])) / ticks
-    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    return cpu, rss
 
 
 async def _cached(port: int) -> tuple[int, int]:
@@ -111,7 +103,7 @@ async def one_run(assets: str | None, namespaces: int, claims: int, replicas: in
                 await anyio.sleep(2)  # let every replica's relists settle before measuring
                 per = []
                 for proc, port in procs:
-                    cpu, rss = _cpu_rss(proc.pid)
+                    cpu, rss = cpu_and_rss(proc.pid)
                     objects, held = await _cached(port)
                     per.append((cpu, rss, objects, held))
             finally:

@@ -74,6 +74,7 @@ from reconcilekit import Client, NotFound
 from reconcilekit.kinds import NAMESPACES
 from reconcilekit.testing import ControlPlane, NodeSimulator, TCPProxy
 
+from .proc_stats import cpu_and_rss
 from .soak_faults import FAULTS, FaultInjector, Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,15 +88,6 @@ _LEVEL = re.compile(r"^\S+ \S+ (DEBUG|INFO|WARNING|ERROR|CRITICAL)\s")
 
 def _progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
-
-
-def _proc(pid: int) -> tuple[float, float]:
-    """CPU seconds and RSS (MiB) of a process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu = (int(fields[11]) + int(fields[12])) / ticks
-    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    return cpu, rss
 
 
 async def _converged(client: Client, replicas: int, pool: int) -> str | None:
@@ -206,10 +198,10 @@ async def _rounds(client: Client, operator: Supervisor, faults: FaultInjector,
     if idle_minutes > 0:
         _progress(f"idle for {idle_minutes:g} minutes")
         before = _log_counts(log_path)
-        cpu0, _ = _proc(operator.pid)
+        cpu0, _ = cpu_and_rss(operator.pid)
         await anyio.sleep(idle_minutes * 60)
         after = _log_counts(log_path)
-        idle = {"minutes": idle_minutes, "cpu_seconds": _proc(operator.pid)[0] - cpu0,
+        idle = {"minutes": idle_minutes, "cpu_seconds": cpu_and_rss(operator.pid)[0] - cpu0,
                 "lines": {k: v - before["levels"].get(k, 0)
                           for k, v in after["levels"].items()},
                 "tracebacks": after["tracebacks"] - before["tracebacks"]}
@@ -223,7 +215,7 @@ async def _rounds(client: Client, operator: Supervisor, faults: FaultInjector,
         replicas = rng.randint(0, 2 * pool)
         kills = rng.randint(0, kill_max)
         pid = operator.pid
-        cpu0, _ = _proc(pid)
+        cpu0, _ = cpu_and_rss(pid)
         t0 = time.monotonic()
         await client.patch(CNCLAIMSETS, SET, {"spec": {"replicas": replicas}}, NS)
         killed = await _kill_pods(client, rng, kills)
@@ -243,7 +235,7 @@ async def _rounds(client: Client, operator: Supervisor, faults: FaultInjector,
                                + f": {err}") from None
         seconds = time.monotonic() - t0
         restarted = operator.pid != pid
-        cpu, rss = _proc(operator.pid)
+        cpu, rss = cpu_and_rss(operator.pid)
         rounds.append({"at": time.monotonic() - started, "replicas": replicas,
                        "killed": len(killed), "seconds": seconds,
                        "cpu": None if restarted else cpu - cpu0, "rss_mib": rss,
