@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import pytest
+from cache_helpers import running, sync_timeout
 
 from reconcilekit import Cache, CacheSyncTimeout, Client, NotFound, Resource
 from reconcilekit.kinds import CONFIG_MAPS, PODS
@@ -19,15 +19,6 @@ MISSING = Resource("nothing.example.com", "v1", "Thing", "things")
 def pod(name: str, node: str = "", **labels: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}}
-
-
-@asynccontextmanager
-async def running(cache: Cache, sync: float = 10.0) -> AsyncIterator[Cache]:
-    async with anyio.create_task_group() as tg:
-        await tg.start(cache.run)
-        await cache.wait_for_sync(sync)
-        yield cache
-        tg.cancel_scope.cancel()
 
 
 def by_node(obj: Mapping[str, Any]) -> list[str]:
@@ -117,20 +108,8 @@ async def test_wait_for_sync_names_the_resource_that_did_not_sync(client: Client
         missing = cache.informer_for(MISSING)
         await eventually(lambda: missing.statistics().last_error is not None)
         await eventually(lambda: cache.informer_for(CONFIG_MAPS).has_synced)
-        errors: list[BaseException] = []
-
-        async def wait() -> None:
-            try:
-                await cache.wait_for_sync(30)
-            except CacheSyncTimeout as err:
-                errors.append(err)
-
-        tg.start_soon(wait)
-        await eventually(lambda: 30.0 in clock.deadlines())
-        clock.advance(30)
-        await eventually(lambda: bool(errors))
+        err = await sync_timeout(cache, clock)
         tg.cancel_scope.cancel()
-    err = errors[0]
     assert isinstance(err, CacheSyncTimeout)
     assert err.resources == ["things.nothing.example.com/v1"]
     assert "404" in str(err) and "configmaps" not in str(err)

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
+from cache_helpers import running, sync_timeout
 
 from reconcilekit import (
     ALL_NAMESPACES,
     Cache,
     CacheScope,
     CacheScopeError,
-    CacheSyncTimeout,
     Client,
     EventHandler,
     LabelSelector,
@@ -59,15 +58,6 @@ async def spaces(apiserver: Cluster, client: Client) -> AsyncIterator[tuple[str,
     for name in extra:
         with contextlib.suppress(NotFound):
             await client.delete(NAMESPACES, name)
-
-
-@asynccontextmanager
-async def running(cache: Cache, sync: float = 10.0) -> AsyncIterator[Cache]:
-    async with anyio.create_task_group() as tg:
-        await tg.start(cache.run)
-        await cache.wait_for_sync(sync)
-        yield cache
-        tg.cancel_scope.cancel()
 
 
 class Seen:
@@ -308,25 +298,14 @@ async def test_a_field_the_server_does_not_support_fails_sync_naming_it(
     cache = Cache(client, default_namespaces={a, b}, clock=clock,
                   scopes={CONFIG_MAPS: CacheScope(field_selector="data.owner=alice")})
     informer = cache.informer_for(CONFIG_MAPS)
-    errors: list[CacheSyncTimeout] = []
     async with anyio.create_task_group() as tg:
         await tg.start(cache.run)
         await eventually(
             lambda: (informer.statistics().last_error or "").count("namespace ") == 2)
-
-        async def wait() -> None:
-            try:
-                await cache.wait_for_sync(30)
-            except CacheSyncTimeout as err:
-                errors.append(err)
-
-        tg.start_soon(wait)
-        await eventually(lambda: 30.0 in clock.deadlines())
-        clock.advance(30)
-        await eventually(lambda: bool(errors))
+        err = await sync_timeout(cache, clock)
         tg.cancel_scope.cancel()
-    assert errors[0].resources == ["configmaps/v1"]
-    message = str(errors[0])
+    assert err.resources == ["configmaps/v1"]
+    message = str(err)
     assert "data.owner" in message and f"namespace {a}: " in message
     assert f"namespace {b}: " in message
 
