@@ -35,7 +35,9 @@ class OperatorProcess:
     they come.
 
     Use as ``async with OperatorProcess(sys.executable, "-m", "my_operator", ...) as
-    operator:`` (or :meth:`start` ... :meth:`stop`). Standard input is ``/dev/null``.
+    operator:`` (or :meth:`start` ... :meth:`stop`), on asyncio (anyio's asyncio backend).
+    ``env`` is the whole environment of the process (default: this process's); standard
+    input is ``/dev/null``.
     Every line the process writes on either stream (decoded as UTF-8, undecodable bytes
     replaced, without its line ending) is appended to :attr:`lines` in the order read,
     and those of standard output to :attr:`stdout` too (what a command prints as its
@@ -99,6 +101,7 @@ class OperatorProcess:
 
     @property
     def pid(self) -> int:
+        """The process id (its /proc entry lives until the process is reaped)."""
         return self._started().pid
 
     @property
