@@ -21,12 +21,10 @@ and prints the functions with most time of their own.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import cProfile
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,6 +37,7 @@ from examples.cnclaim.resources import CNCLAIMS
 from reconcilekit import Client
 from reconcilekit.kinds import NAMESPACES
 from reconcilekit.lowlevel import event_loop_options
+from reconcilekit.testing import OperatorProcess
 from reconcilekit.webhook import WebhookServer, install_configurations, remove_configurations
 
 from .proc_stats import cpu_seconds
@@ -103,13 +102,11 @@ async def run(assets: str | None, n: int, rounds: int, profile: bool) -> None:
             await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": ns}})
         profile_file = str(Path(kubeconfig).with_name("webhook.prof")) if profile else ""
-        webhook = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "benchmarks.admission", "--serve-webhook", str(kubeconfig),
-            *(["--profile-file", profile_file] if profile else []),
-            stdout=subprocess.PIPE, cwd=ROOT)
-        try:
-            assert webhook.stdout is not None
-            assert (await webhook.stdout.readline()).strip() == b"ready"
+        async with OperatorProcess(
+                sys.executable, "-m", "benchmarks.admission", "--serve-webhook", str(kubeconfig),
+                *(["--profile-file", profile_file] if profile else []), cwd=ROOT,
+                name="the webhook") as webhook:
+            await webhook.wait_for_line("^ready$", within=120)
             await _storm(client, PLAIN, 20, -1)  # warm both paths (connections, caches)
             await _storm(client, GUARDED, 20, -1)
             cpu_before = cpu_seconds(webhook.pid)
@@ -122,13 +119,8 @@ async def run(assets: str | None, n: int, rounds: int, profile: bool) -> None:
                     print(f"round {r + 1}/{rounds} {ns}: done", file=sys.stderr)
             cpu = cpu_seconds(webhook.pid) - cpu_before
             if profile:  # one more burst, profiled: cProfile slows what it watches
-                webhook.send_signal(signal.SIGUSR1)
+                os.kill(webhook.pid, signal.SIGUSR1)
                 await _storm(client, GUARDED, n, rounds)
-        finally:
-            webhook.send_signal(signal.SIGTERM)
-            if webhook.stdout is not None:
-                await webhook.stdout.read()
-            await webhook.wait()
         profile_lines = _profile_lines(profile_file, top=30) if profile else []
     server = "kube-apiserver" if assets else "in-process"
     loop = "uvloop" if event_loop_options() else "asyncio's own loop"
