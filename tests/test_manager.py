@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -33,7 +30,7 @@ from reconcilekit import (
     Sharding,
 )
 from reconcilekit.kinds import CONFIG_MAPS, LEASES, SECRETS
-from reconcilekit.testing import Cluster, FakeClock, eventually
+from reconcilekit.testing import Cluster, FakeClock, OperatorProcess, eventually
 
 HERE = Path(__file__).resolve().parent
 
@@ -274,23 +271,15 @@ async def test_sigterm_finishes_in_flight_work_and_exits_zero(apiserver: Cluster
         kubeconfig = apiserver.kubeconfig_path
     ns = apiserver.namespace
     await client.create(CONFIG_MAPS, cm("slow"), ns)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(HERE / "sigterm_app.py"), str(kubeconfig), ns,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        assert proc.stdout is not None
-        with anyio.fail_after(30):
-            while b"reconciling slow" not in await proc.stdout.readline():
-                pass
-        proc.send_signal(signal.SIGTERM)
-        with anyio.fail_after(30):
-            output = (await proc.stdout.read()).decode()
-            code = await proc.wait()
+        async with OperatorProcess(sys.executable, str(HERE / "sigterm_app.py"),
+                                   str(kubeconfig), ns, name="sigterm_app.py") as proc:
+            await proc.wait_for_line("reconciling slow", within=30)
+            code = await proc.stop(grace=30)
     finally:
-        if proc.returncode is None:
-            proc.kill()
         if apiserver.server is not None:  # ours to remove (not a real backend's own)
             kubeconfig.unlink(missing_ok=True)
+    output = "\n".join(proc.lines)
     assert code == 0, output
     done = await client.get(CONFIG_MAPS, "slow", ns)
     assert done["metadata"].get("annotations", {}).get("finished") == "yes", output
