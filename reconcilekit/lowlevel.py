@@ -1,10 +1,11 @@
 """The parts reconcilekit is built from, for a user who assembles them without a Manager.
 
 The :class:`Watcher` (list+watch with resume, 410 relist, :class:`Backoff`,
-dead-connection detection) feeds a :class:`WatchSink` (each list page by
-page through a :class:`ListSink` when the sink asks for one); the :class:`Informer`
-puts it into a :class:`Store` with named indexes and calls its handlers; the
-:class:`LeaderElector` holds one Lease. :func:`error_from_response` and
+dead-connection detection; its settings in :class:`WatchOptions`) feeds a
+:class:`WatchSink` (each list page by page through a :class:`ListSink` when
+the sink asks for one); the :class:`Informer` puts it into a :class:`Store`
+with named indexes and calls its handlers; the :class:`LeaderElector` holds
+one Lease. :func:`error_from_response` and
 :func:`error_from_status` map an API server's answer to reconcilekit's
 errors; the constants are wire-level resources and media types;
 :func:`event_loop_options` is the anyio backend option a manager runs with
@@ -19,6 +20,7 @@ from ._cache.watch_sink import ListSink as ListSink
 from ._cache.watch_sink import WatchSink as WatchSink
 from ._cache.watcher import DeadWatchError as DeadWatchError
 from ._cache.watcher import Watcher as Watcher
+from ._cache.watcher import WatchOptions as WatchOptions
 from ._client.client import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA
 from ._client.client import PARTIAL_OBJECT_METADATA_LIST as PARTIAL_OBJECT_METADATA_LIST
 from ._coordination.leader_election import LeaderElector as LeaderElector
@@ -35,6 +37,7 @@ __all__ = [
     "PARTIAL_OBJECT_METADATA",
     "PARTIAL_OBJECT_METADATA_LIST",
     "Store",
+    "WatchOptions",
     "WatchSink",
     "Watcher",
     "error_from_response",

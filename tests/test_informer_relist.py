@@ -1,6 +1,6 @@
 """An informer's list, page by page: stored only once complete, never half.
 
-The list is read in pages of ``Watcher.page_size``; each page is encoded for the
+The list is read in pages of ``WatchOptions.page_size``; each page is encoded for the
 store as it arrives and its dicts dropped, and the store converges to the whole
 list at the end. These check what that must not change: a list that fails midway
 leaves the store (and the handlers) as they were, an expired continue token
@@ -20,7 +20,7 @@ from informer_helpers import Recorder, cm, data_of, names, running
 
 from reconcilekit import Client
 from reconcilekit.kinds import CONFIG_MAPS
-from reconcilekit.lowlevel import Informer, Watcher
+from reconcilekit.lowlevel import Informer, Watcher, WatchOptions
 from reconcilekit.testing import Cluster, FakeClock, TCPProxy, eventually
 
 
@@ -33,8 +33,7 @@ async def test_a_list_is_read_in_pages_and_told_once_per_object(
     client.add_request_observer(
         lambda r: lists.append(r.status) if r.verb == "list" else None)
     recorder = Recorder()
-    informer = Informer(client, CONFIG_MAPS, namespace=ns)
-    informer.watcher.page_size = 2
+    informer = Informer(client, CONFIG_MAPS, namespace=ns, page_size=2)
     informer.add_handler(recorder.handler())
     informer.add_index("v", lambda o: [(o.get("data") or {}).get("v", "")])
     async with running(informer):
@@ -59,8 +58,7 @@ async def test_a_list_that_fails_midway_leaves_the_store_as_it_was(
     faults = apiserver.faults
     clock = FakeClock()
     recorder = Recorder()
-    informer = Informer(client, CONFIG_MAPS, namespace=ns, clock=clock)
-    informer.watcher.page_size = 1
+    informer = Informer(client, CONFIG_MAPS, namespace=ns, clock=clock, page_size=1)
     informer.add_handler(recorder.handler())
     armed = False
 
@@ -102,8 +100,7 @@ async def test_a_continue_token_expiring_midway_starts_the_list_over(
         await client.create(CONFIG_MAPS, cm(name, v="1"), ns)
     faults = apiserver.faults
     recorder = Recorder()
-    informer = Informer(client, CONFIG_MAPS, namespace=ns)
-    informer.watcher.page_size = 1
+    informer = Informer(client, CONFIG_MAPS, namespace=ns, page_size=1)
     informer.add_handler(recorder.handler())
     lists: list[int | None] = []
     armed = False
@@ -152,8 +149,7 @@ async def test_objects_deleted_while_the_pages_are_read_are_reported_deleted(
             slow.add_request_observer(
                 lambda r: first_page.set() if r.verb == "list" and r.status == 200 else None)
             recorder = Recorder()
-            informer = Informer(slow, CONFIG_MAPS, namespace=ns)
-            informer.watcher.page_size = 2
+            informer = Informer(slow, CONFIG_MAPS, namespace=ns, page_size=2)
             informer.add_handler(recorder.handler())
             async with running(informer):
                 recorder.events.clear()
@@ -225,7 +221,7 @@ async def test_the_next_page_is_asked_for_while_a_page_is_stored(
     ns = apiserver.namespace
     for i in range(129):  # and kube-root-ca.crt: 130 objects, pages of 60, 60 and 10
         await client.create(CONFIG_MAPS, cm(f"o{i:03}"), ns)
-    watcher = Watcher(client, CONFIG_MAPS, namespace=ns, page_size=60)
+    watcher = Watcher(client, CONFIG_MAPS, namespace=ns, options=WatchOptions(page_size=60))
     sink = _PageRecorder(client)
     async with anyio.create_task_group() as tg:
         tg.start_soon(watcher.run, sink)

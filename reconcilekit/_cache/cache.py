@@ -108,15 +108,11 @@ class _FixedScope:
 class Cache:
     """Shared informers for one client, and the reads controllers make from them.
 
-    ``namespace`` (one namespace) or ``default_namespaces`` (a set; one
-    list+watch each) scope every namespaced resource without a scope of its
-    own in ``scopes``; neither means all namespaces. Cluster-scoped
-    resources are always cached whole.
-
     Invariants: every resource with an informer is in ``_scopes``, and its
     informers (full and metadata-only) list and watch exactly that scope;
     a scope in ``_scopes`` is resolved (its ``namespaces`` is never None)
-    and never changes.
+    and never changes. Every informer is made with the cache's ``admit`` and
+    ``shard_selector``.
     """
 
     def __init__(self, client: Client, *, namespace: str | None = None,
@@ -124,7 +120,31 @@ class Cache:
                  scopes: Mapping[Resource, CacheScope] | None = None,
                  clock: Clock = _SYSTEM_CLOCK, resync_period: float | None = None,
                  relist_period: float | None = None, liveness_timeout: float = 60.0,
-                 own_write_timeout: float = 60.0) -> None:
+                 own_write_timeout: float = 60.0,
+                 admit: Callable[[Obj], bool] | None = None,
+                 shard_selector: Callable[[], str | None] | None = None) -> None:
+        """Cache what ``client`` reads; its writes are remembered for read-your-own-writes.
+
+        ``namespace`` (one namespace) or ``default_namespaces`` (a set; one
+        list+watch each) scope every namespaced resource without a scope of
+        its own in ``scopes``; neither means all namespaces. Cluster-scoped
+        resources are always cached whole.
+
+        ``resync_period``, ``relist_period`` and ``liveness_timeout`` are
+        every informer's (see :class:`Informer`); ``own_write_timeout``: how
+        long a write is waited for before :meth:`has_seen_own_write` gives up
+        on it (logged and counted). ``admit`` says which objects every
+        informer stores, beyond the server's selection (a sharded manager's:
+        its replica's shards), and ``shard_selector`` gives the same as a
+        shard selector asked of the server (one that honours it sends only
+        those objects; ``admit`` filters them either way); both are asked
+        again on every decision, so they may answer differently as what the
+        replica holds changes. ``clock`` times everything.
+
+        Raises ValueError for both ``namespace`` and ``default_namespaces``,
+        TypeError for a ``scopes`` entry that is not a Resource and a
+        CacheScope.
+        """
         if namespace is not None and default_namespaces is not None:
             raise ValueError("give namespace or default_namespaces, not both "
                              "(default_namespaces={ns} is namespace=ns, with strict reads)")
@@ -147,8 +167,8 @@ class Cache:
         self.relist_period = relist_period
         self.liveness_timeout = liveness_timeout
         self._informers: dict[_InformerKey, Informer] = {}
-        self._admit: Callable[[Obj], bool] | None = None
-        self._shard_selector: Callable[[], str | None] | None = None
+        self.admit = admit
+        self.shard_selector = shard_selector
         self._tg: anyio.abc.TaskGroup | None = None
         self.own_writes: ResourceVersionExpectations[tuple[Resource, ObjectKey]] = (
             ResourceVersionExpectations(name="cache", timeout=own_write_timeout, clock=clock))
@@ -160,21 +180,6 @@ class Cache:
     def informers(self) -> list[Informer]:
         """Every informer this cache has made so far."""
         return list(self._informers.values())
-
-    def set_admit(self, admit: Callable[[Obj], bool] | None,
-                  shard_selector: Callable[[], str | None] | None = None) -> None:
-        """What every informer of this cache stores, beyond the server's selection (a
-        sharded manager: its replica's shards), for the informers made so far and later;
-        ``shard_selector`` gives the same as a shard selector, asked of the server (one
-        that honours it sends only those objects; ``admit`` filters them either way)."""
-        self._admit, self._shard_selector = admit, shard_selector
-        for informer in self._informers.values():
-            self._restrict(informer)
-
-    def _restrict(self, informer: Informer) -> None:
-        informer.admit = self._admit
-        for watcher in informer.watchers:
-            watcher.shard_selector = self._shard_selector
 
     def informer_for(self, resource: Resource, *, metadata: bool = False) -> Informer:
         """The shared informer of ``resource`` (created, and started if running, on first use).
@@ -204,8 +209,8 @@ class Cache:
                 metadata_only=metadata,
                 resync_period=self.resync_period, relist_period=self.relist_period,
                 liveness_timeout=self.liveness_timeout,
+                admit=self.admit, shard_selector=self.shard_selector,
                 clock=self.clock)
-            self._restrict(informer)
             informer.version_observers.append(self._observer(resource, informer))
             self._informers[key] = informer
             if self._tg is not None:

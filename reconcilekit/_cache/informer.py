@@ -43,7 +43,7 @@ from .._foundations.clock import Clock, SystemClock
 from .._foundations.objects import Obj, ObjectKey, Resource, object_key, resource_version_of
 from .backoff import Backoff
 from .store import NAMESPACE_INDEX, IndexFunc, Prepared, Store, encode
-from .watcher import Watcher
+from .watcher import Watcher, WatchOptions
 
 __all__ = [
     "EventHandler",
@@ -112,12 +112,6 @@ class Informer:
 
     ``run()`` (in a task group) lists and watches until cancelled; the store
     and handlers can be set up before or after it starts.
-
-    ``namespace`` watches one namespace (None: all of them); ``namespaces``
-    instead watches each of several, one :class:`Watcher` apiece (in
-    :attr:`watchers`, sharing ``backoff`` if one is given), as
-    controller-runtime's multi-namespace cache does. Label and field
-    selectors go to the server with every list and watch.
     """
 
     def __init__(self, client: Client, resource: Resource, *, namespace: str | None = None,
@@ -126,8 +120,33 @@ class Informer:
                  transform: Transform | None = strip_managed_fields,
                  resync_period: float | None = None, relist_period: float | None = None,
                  liveness_timeout: float = 60.0, metadata_only: bool = False,
+                 page_size: int = 500, admit: Callable[[Obj], bool] | None = None,
+                 shard_selector: Callable[[], str | None] | None = None,
                  clock: Clock = _SYSTEM_CLOCK,
                  backoff: Backoff | None = None) -> None:
+        """Keep ``resource``, read through ``client``, in a new :attr:`store`.
+
+        ``namespace`` watches one namespace (None: all of them); ``namespaces``
+        instead watches each of several, one :class:`Watcher` apiece (in
+        :attr:`watchers`, sharing ``backoff`` if one is given), as
+        controller-runtime's multi-namespace cache does. Every watcher is made
+        with the same :class:`WatchOptions`: ``label_selector``,
+        ``field_selector``, ``page_size``, ``liveness_timeout``,
+        ``relist_period``, ``metadata_only`` and ``shard_selector``, as
+        described there (selectors go to the server with every list and
+        watch).
+
+        ``transform`` runs on every object before it is stored or handed to a
+        handler (None: none). ``resync_period``: seconds between two
+        :meth:`resync` (None: never). ``admit`` says which objects the store
+        holds, beyond the server's selection (a sharded manager's: those of
+        its replica's shards; None: every one the server sends); an object it
+        refuses is never stored nor handed to a handler. ``clock`` times the
+        resyncs and the watchers.
+
+        Raises ValueError for both ``namespace`` and ``namespaces``, an empty
+        ``namespaces``, or options :class:`WatchOptions` refuses.
+        """
         if namespaces is not None:
             if namespace is not None:
                 raise ValueError("give namespace or namespaces, not both")
@@ -135,24 +154,24 @@ class Informer:
                 raise ValueError(f"namespaces must be a non-empty collection of names, "
                                  f"got {namespaces!r}")
         targets = [namespace] if namespaces is None else sorted(set(namespaces))
+        options = WatchOptions(label_selector=label_selector, field_selector=field_selector,
+                               page_size=page_size, liveness_timeout=liveness_timeout,
+                               relist_period=relist_period, metadata_only=metadata_only,
+                               shard_selector=shard_selector)
         self.resource = resource
         self.store = Store()
         self.transform = transform
         self.resync_period = resync_period
+        self.admit = admit
         self.clock = clock
         self.synced = anyio.Event()
         self._handlers: list[EventHandler] = []
-        # Which objects the store holds, beyond the server's selection (a sharded manager
-        # sets it to "this replica's shards"); None: all the server sends.
-        self.admit: Callable[[Obj], bool] | None = None
         # Told (key, resourceVersion) of every object stored or deleted, once the store
         # holds the change (so ``key in store`` tells a write from a deletion); cheap.
         self.version_observers: list[Callable[[ObjectKey, str], None]] = []
         self.watchers = tuple(
-            Watcher(client, resource, namespace=target,
-                    label_selector=label_selector, field_selector=field_selector,
-                    liveness_timeout=liveness_timeout, metadata_only=metadata_only,
-                    relist_period=relist_period, clock=clock, backoff=backoff)
+            Watcher(client, resource, namespace=target, options=options, clock=clock,
+                    backoff=backoff)
             for target in targets)
         # One watcher lists the whole store (replace); several list a namespace each.
         self._unlisted: set[str | None] = {None} if len(targets) == 1 else set(targets)

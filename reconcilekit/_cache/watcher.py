@@ -101,7 +101,7 @@ from .._foundations.objects import Resource
 from .backoff import Backoff
 from .watch_sink import ListSink, WatchSink, begin_list
 
-__all__ = ["DeadWatchError", "Watcher", "WatcherStatistics"]
+__all__ = ["DeadWatchError", "WatchOptions", "Watcher", "WatcherStatistics"]
 
 logger = logging.getLogger("reconcilekit.watcher")
 _SYSTEM_CLOCK: Final = SystemClock()
@@ -165,37 +165,80 @@ class DeadWatchError(Exception):
     """The watch connection outlived the server's promise to close it."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WatchOptions:
+    """What a :class:`Watcher` asks the server for, and how it keeps its watch alive.
+
+    One value, validated when made, that an informer shares between the
+    watchers of its namespaces:
+
+    ``label_selector``, ``field_selector``
+        Sent with every list and watch (None: no selector).
+    ``page_size``
+        Objects per list page (> 0).
+    ``liveness_timeout``
+        Seconds after which a watch still open is dead (at least 4: each
+        watch asks the server to end it after a half to three quarters of it).
+    ``relist_period``
+        Seconds (> 0) within which a complete list is made again; None: a
+        list only when the server asks for one (a 410) or a watch line
+        cannot be read.
+    ``metadata_only``
+        List and watch ``PartialObjectMetadata`` instead of whole objects.
+    ``shard_selector``
+        Asked before every list for the shard selector to send with it (a
+        sharded manager's: its held shards), and sent with the watch after a
+        list the server answered with ``shardInfo``; None, or an answer of
+        None: no shard selector.
+    """
+
+    label_selector: str | None = None
+    field_selector: str | None = None
+    page_size: int = 500
+    liveness_timeout: float = 60.0
+    relist_period: float | None = None
+    metadata_only: bool = False
+    shard_selector: Callable[[], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.page_size <= 0:
+            raise ValueError(f"page_size must be > 0, got {self.page_size}")
+        if self.liveness_timeout < 4:
+            raise ValueError("liveness_timeout must be at least 4 seconds (watches last half "
+                             f"to three quarters of it), got {self.liveness_timeout}")
+        if self.relist_period is not None and self.relist_period <= 0:
+            raise ValueError(f"relist_period must be > 0 seconds, got {self.relist_period}")
+
+
+_DEFAULT_OPTIONS: Final = WatchOptions()
+
+
 class Watcher:
-    """List+watch of one resource (optionally one namespace and selectors) into a sink.
+    """List+watch of one resource (optionally one namespace) into a sink.
 
     ``run(sink)`` runs until cancelled; see the module docstring for the
     protocol it follows.
     """
 
     def __init__(self, client: Client, resource: Resource, *, namespace: str | None = None,
-                 label_selector: str | None = None, field_selector: str | None = None,
-                 page_size: int = 500, liveness_timeout: float = 60.0,
-                 relist_period: float | None = None, metadata_only: bool = False,
-                 clock: Clock = _SYSTEM_CLOCK, backoff: Backoff | None = None) -> None:
-        if page_size <= 0:
-            raise ValueError(f"page_size must be > 0, got {page_size}")
-        if liveness_timeout < 4:
-            raise ValueError("liveness_timeout must be at least 4 seconds (watches last half "
-                             f"to three quarters of it), got {liveness_timeout}")
-        if relist_period is not None and relist_period <= 0:
-            raise ValueError(f"relist_period must be > 0 seconds, got {relist_period}")
-        self.relist_period = relist_period
-        self._listed_at = 0.0
+                 options: WatchOptions = _DEFAULT_OPTIONS, clock: Clock = _SYSTEM_CLOCK,
+                 backoff: Backoff | None = None) -> None:
+        """Watch ``resource`` through ``client``, in ``namespace`` (None: every namespace,
+        or a cluster-scoped resource), as ``options`` say (selectors, page size,
+        liveness timeout, relist period, metadata only, shard selector).
+
+        ``clock`` times the backoff, watch rotation and dead-watch detection;
+        ``backoff`` is what is waited between failures (the watchers of one
+        informer may share one); by default a :class:`Backoff` of its own on
+        ``clock``. All of these are fixed for the watcher's life.
+        """
         self.client = client
         self.resource = resource
         self.namespace = namespace
-        self.label_selector = label_selector
-        self.field_selector = field_selector
-        self.page_size = page_size
-        self.liveness_timeout = liveness_timeout
-        self.metadata_only = metadata_only
+        self.options = options
         self.clock = clock
         self.backoff = backoff or Backoff(clock=clock)
+        self._listed_at = 0.0
         self._rv: str | None = None
         self._lists = self._watches = self._restarts = self._dead = self._events = 0
         self._last_activity: float | None = None
@@ -205,16 +248,24 @@ class Watcher:
         self._failures = RepeatFilter(clock=clock)
         self._failing = 0  # failures since the last list or watch that worked
         self._relist_wanted = False
-        # What to ask the server for besides the selectors (a sharded manager sets it to
-        # its shards); asked on every list, and on the watch after a list that the
-        # server answered with shardInfo (one that ignores it is filtered client-side).
-        self.shard_selector: Callable[[], str | None] | None = None
+        # The shard selector of the last list, sent with the watch only when the server
+        # answered that list with shardInfo (one that ignores it is filtered client-side).
         self._shard_in_use: str | None = None
         self.server_sharded: bool | None = None  # None: not asked yet
         self._watch_scope: anyio.CancelScope | None = None
         self._listed = anyio.Event()  # set (and replaced) after each complete list
         self._lists_started = 0  # lists begun, to tell a list begun before a request from after
         self._lists_done = 0  # the number (as begun) of the last list that completed
+
+    @property
+    def label_selector(self) -> str | None:
+        """The label selector sent with every list and watch (``options.label_selector``)."""
+        return self.options.label_selector
+
+    @property
+    def field_selector(self) -> str | None:
+        """The field selector sent with every list and watch (``options.field_selector``)."""
+        return self.options.field_selector
 
     def statistics(self) -> WatcherStatistics:
         return WatcherStatistics(self._lists, self._watches, self._restarts, self._dead,
@@ -288,7 +339,8 @@ class Watcher:
         self._relist_wanted = False  # a request from now on wants another list
         self._lists_started += 1
         number = self._lists_started
-        shards = self.shard_selector() if self.shard_selector is not None else None
+        asked = self.options.shard_selector
+        shards = asked() if asked is not None else None
         restarts = 0
         while True:
             try:
@@ -342,7 +394,7 @@ class Watcher:
                 tasks.start_soon(ahead.read, functools.partial(self._page, token, shards))
             items = page.get("items") or []
             del page, meta  # only the page's items, until the sink has them
-            if self.metadata_only:  # PartialObjectMetadata: named as what they describe
+            if self.options.metadata_only:  # PartialObjectMetadata: named as what they describe
                 for item in items:
                     item["apiVersion"], item["kind"] = api_version, kind
             else:
@@ -363,44 +415,47 @@ class Watcher:
             meta = page.get("metadata") or {}
 
     async def _page(self, token: str | None, shards: str | None) -> dict[str, Any]:
+        options = self.options
         return await self.client.list(
-            self.resource, self.namespace, label_selector=self.label_selector,
-            field_selector=self.field_selector, limit=self.page_size, continue_=token,
-            metadata_only=self.metadata_only, shard_selector=shards)
+            self.resource, self.namespace, label_selector=options.label_selector,
+            field_selector=options.field_selector, limit=options.page_size, continue_=token,
+            metadata_only=options.metadata_only, shard_selector=shards)
 
     def _relist_due(self) -> bool:
-        return (self.relist_period is not None
-                and self.clock.monotonic() - self._listed_at >= self.relist_period)
+        period = self.options.relist_period
+        return period is not None and self.clock.monotonic() - self._listed_at >= period
 
     def _touch(self) -> None:
         self._last_activity = self.clock.monotonic()
 
     async def _watch(self, sink: WatchSink) -> None:
-        timeout = max(1, int(self.liveness_timeout * (0.5 + random.random() / 4)))
-        if self.relist_period is not None:  # end the watch when the next list is due
-            left = self.relist_period - (self.clock.monotonic() - self._listed_at)
+        options = self.options
+        liveness = options.liveness_timeout
+        timeout = max(1, int(liveness * (0.5 + random.random() / 4)))
+        if options.relist_period is not None:  # end the watch when the next list is due
+            left = options.relist_period - (self.clock.monotonic() - self._listed_at)
             timeout = max(1, min(timeout, math.ceil(left)))
         params = {"watch": "true", "allowWatchBookmarks": "true",
                   "timeoutSeconds": str(timeout), "resourceVersion": self._rv or ""}
-        if self.label_selector:
-            params["labelSelector"] = self.label_selector
-        if self.field_selector:
-            params["fieldSelector"] = self.field_selector
+        if options.label_selector:
+            params["labelSelector"] = options.label_selector
+        if options.field_selector:
+            params["fieldSelector"] = options.field_selector
         if self._shard_in_use:
             params["shardSelector"] = self._shard_in_use
         path = self.resource.path(self.namespace)
         self._watches += 1
         opened = self.clock.monotonic()
         response = await self.client.open_stream(
-            path, params, inactivity_timeout=self.liveness_timeout + 30.0,
-            accept=PARTIAL_OBJECT_METADATA if self.metadata_only else None)
+            path, params, inactivity_timeout=liveness + 30.0,
+            accept=PARTIAL_OBJECT_METADATA if options.metadata_only else None)
         self._watching = True
         self._last_error, self._failing = None, 0
         self._touch()
         try:
             try:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._watchdog, opened + self.liveness_timeout,
+                    tg.start_soon(self._watchdog, opened + liveness,
                                   tg.cancel_scope)
                     async for line in _lines(response):
                         self._handle(sink, line)
@@ -410,7 +465,7 @@ class Watcher:
             if self._dead_flag:
                 self._dead += 1
                 raise DeadWatchError(
-                    f"the connection went dead: still open {self.liveness_timeout:.0f}s after "
+                    f"the connection went dead: still open {liveness:.0f}s after "
                     f"it was opened, though the server was to close it after {timeout}s")
             logger.debug("%s: watch ended after %.1fs; resuming from %s", self.resource,
                          self.clock.monotonic() - opened, self._rv)
@@ -439,7 +494,7 @@ class Watcher:
                 self._rv = rv
             return
         self._events += 1
-        if self.metadata_only:
+        if self.options.metadata_only:
             obj["apiVersion"], obj["kind"] = self.resource.api_version, self.resource.kind
         sink.apply(type_, obj)
         if rv:

@@ -38,6 +38,7 @@ class ControllerHost(Protocol):
     def cache(self) -> Cache: ...
 
     def new_controller(self, name: str, reconciler: Reconciler, *,
+                       primary: Resource | None = None,
                        max_concurrent_reconciles: int = 1,
                        rate_limiter: RateLimiter[Request] | None = None,
                        reconcile_timeout: float | None = None) -> Controller: ...
@@ -132,8 +133,8 @@ class ControllerBuilder:
         for watch in (self._for, *self._watches):
             self._manager.cache.require_scope(watch.resource, watch.scope)
         name = self._name or primary.kind.lower()
-        controller = self._manager.new_controller(name, reconciler, **self._options)
-        controller.primary = primary
+        controller = self._manager.new_controller(name, reconciler, primary=primary,
+                                                  **self._options)
         controller.watch(primary, enqueue_object,
                          predicates=(*self._global, *self._for.predicates))
         for watch in self._watches:

@@ -18,8 +18,9 @@ Guarantees:
     long, which then counts as a failure and is retried;
   * ``shutdown(grace)`` stops intake and lets in-flight reconciles finish
     within ``grace`` seconds; the caller cancels what is left;
-  * with a ``gate`` (a sharded manager sets one), a key the gate does not
-    admit when a worker takes it is dropped, not reconciled; and
+  * run with a ``gate`` (a sharded manager runs its controllers with one), a
+    key the gate does not admit when a worker takes it is dropped, not
+    reconciled; and
     ``drain(which, grace)`` returns once no reconcile of a key ``which``
     selects is running, cancelling those still running after ``grace``.
 
@@ -83,11 +84,25 @@ class Controller:
     """Reconciles the keys its watches produce. Stands alone; the builder is sugar over it."""
 
     def __init__(self, name: str, reconciler: Reconciler, cache: Cache, *,
+                 primary: Resource | None = None,
                  max_concurrent_reconciles: int = 1,
                  rate_limiter: RateLimiter[Request] | None = None,
                  reconcile_timeout: float | None = None, clock: Clock = _SYSTEM_CLOCK,
                  metrics: ReconcileMetrics | None = None,
                  queue_metrics: QueueMetrics | None = None) -> None:
+        """A controller ``name`` (non-empty: it labels logs and metrics) that reconciles
+        with ``reconciler`` the keys its watches of ``cache`` produce.
+
+        ``primary``: the resource it reconciles (a builder's ``for_``), whose
+        cached objects :meth:`enqueue_matching` queues and whose uid a
+        sharded manager keyed by uid hashes; None: not known.
+        ``max_concurrent_reconciles`` (>= 1) workers take keys from a work
+        queue limited by ``rate_limiter`` (None: the default controller rate
+        limiter); a reconcile is cancelled after ``reconcile_timeout``
+        seconds (> 0; None: never). ``clock`` times retries and drains;
+        ``metrics`` and ``queue_metrics`` are told what happens (None:
+        nothing is).
+        """
         if not name:
             raise ValueError("a controller needs a name (it labels its logs and metrics)")
         if max_concurrent_reconciles < 1:
@@ -105,8 +120,7 @@ class Controller:
         self.queue: WorkQueue[Request] = WorkQueue(name=name, rate_limiter=rate_limiter,
                                                     clock=clock, metrics=queue_metrics)
         self._in_flight = 0
-        self.gate: Callable[[Request], bool] | None = None
-        self.primary: Resource | None = None  # the for_ resource, when the builder made it
+        self.primary = primary
         self._running: dict[Request, anyio.CancelScope] = {}
         self._finished = anyio.Event()  # set (and replaced) each time a reconcile ends
         self._repeats = RepeatFilter(clock=clock)
@@ -167,13 +181,18 @@ class Controller:
 
     # -- running --------------------------------------------------------------------------
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    async def run(self, *, gate: Callable[[Request], bool] | None = None,
+                  task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
                   ) -> None:
-        """Run the workers until the queue shuts down or the task is cancelled."""
+        """Run the workers until the queue shuts down or the task is cancelled.
+
+        With a ``gate``, a key it does not admit when a worker takes it is
+        dropped instead of reconciled (a sharded manager's: keys of shards
+        this replica does not hold); it is asked once per key taken."""
         try:
             async with anyio.create_task_group() as tg:
                 for _ in range(self.max_concurrent_reconciles):
-                    tg.start_soon(self._worker)
+                    tg.start_soon(self._worker, gate)
                 task_status.started()
         finally:
             self._stopped.set()
@@ -234,13 +253,13 @@ class Controller:
         self._enqueue(requests)
         return len(requests)
 
-    async def _worker(self) -> None:
+    async def _worker(self, gate: Callable[[Request], bool] | None) -> None:
         while True:
             try:
                 request = await self.queue.get()
             except QueueShutDown:
                 return
-            if self.gate is not None and not self.gate(request):
+            if gate is not None and not gate(request):
                 self.queue.forget(request)  # not this replica's key: dropped
                 self.queue.done(request)
                 continue

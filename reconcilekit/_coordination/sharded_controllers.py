@@ -9,14 +9,15 @@ of the uid of its primary object in the cache (``key="uid"``: finer, but
 only the primary resource is sharded).
 
 What the manager does with the ring (:class:`ShardedControllers`):
-  * with ``key="namespace"`` the cache holds only the replica's shards:
-    every informer admits only objects whose namespace falls in a held
-    shard, right after decoding, before the store and the handlers. The
-    cache syncs empty, before the replica holds anything. With ``key="uid"``
-    the cache is not filtered: one controller's primary objects are often
-    another's secondaries (a set's claims), which must be seen whole;
-  * each controller gets a gate: a key whose shard this replica does not
-    hold when a worker takes it is dropped (its owner reconciles it);
+  * with ``key="namespace"`` the cache holds only the replica's shards (it
+    is made with a :class:`NamespaceShards` filter): every informer admits
+    only objects whose namespace falls in a held shard, right after
+    decoding, before the store and the handlers. The cache syncs empty,
+    before the replica holds anything. With ``key="uid"`` the cache is not
+    filtered: one controller's primary objects are often another's
+    secondaries (a set's claims), which must be seen whole;
+  * each controller runs with a gate: a key whose shard this replica does
+    not hold when a worker takes it is dropped (its owner reconciles it);
   * ``start_shard``: the filtered informers list again (the shard's objects
     arrive, and their handlers queue them), then every cached primary object
     of the shard is queued, as after a resync;
@@ -54,7 +55,7 @@ from .._foundations.shard_selector import fnv1a64
 from .leader_election import check_lease_timing
 from .shard_ring import ShardRing
 
-__all__ = ["ShardMetricsCollector", "ShardedControllers", "Sharding"]
+__all__ = ["NamespaceShards", "ShardMetricsCollector", "ShardedControllers", "Sharding"]
 
 _FIELDS: Final = {"namespace": "object.metadata.namespace", "uid": "object.metadata.uid"}
 
@@ -91,6 +92,25 @@ class Sharding:
     def field(self) -> str:
         """The field the key hashes, as a shard selector names it."""
         return _FIELDS[self.key]
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceShards:
+    """The objects of the shards ``ring`` holds, by the hash of their namespace: what the
+    cache of a ring keyed by namespace is made with. Each answer is the ring's at the
+    time of asking, so it follows the shards as they are taken and handed over."""
+
+    ring: ShardRing
+
+    def admits(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj``'s namespace falls in a held shard (a cache's ``admit``)."""
+        return self.ring.owns(fnv1a64((obj.get("metadata") or {}).get("namespace") or ""))
+
+    def selector(self) -> str | None:
+        """The held shards as a shard selector of the namespace (a cache's
+        ``shard_selector``); None while none is held."""
+        held = self.ring.selector(_FIELDS["namespace"])
+        return str(held) if held is not None else None
 
 
 class ShardMetricsCollector(Collector):
@@ -143,30 +163,21 @@ class ShardedControllers:
     """The ring's :class:`~reconcilekit.sharding.ShardOwner` for a manager's controllers."""
 
     def __init__(self, ring: ShardRing, sharding: Sharding,
-                 controllers: Sequence[Controller]) -> None:
+                 controllers: Sequence[Controller], cache: Cache) -> None:
+        """Work on ``controllers`` (the manager's: the sequence is read when shards are
+        taken and handed over, so controllers added to it later count) as a member of
+        ``ring``, keyed as ``sharding`` says. ``cache`` is the manager's: with
+        ``key="namespace"`` it must have been made with this ring's
+        :class:`NamespaceShards` filter, and its informers are listed again when a
+        shard is taken and forget a shard's objects when it is handed over."""
         self.ring, self.sharding = ring, sharding
         self.controllers = controllers
-        for controller in controllers:
-            controller.gate = self._gate(controller)
-        self._cache: Cache | None = None
-
-    def attach(self, cache: Cache) -> None:
-        """Filter ``cache``'s informers to the held shards (before it runs)."""
-        if self.sharding.key == "namespace":
-            cache.set_admit(self._admits_namespace, self._selector)
-            self._cache = cache
+        self._cache = cache
 
     @property
     def filtered(self) -> list[Informer]:
         """The informers holding only this replica's shards (made so far)."""
-        return self._cache.informers() if self._cache is not None else []
-
-    def _selector(self) -> str | None:
-        held = self.ring.selector(self.sharding.field)
-        return str(held) if held is not None else None
-
-    def _admits_namespace(self, obj: Mapping[str, Any]) -> bool:
-        return self.ring.owns(fnv1a64((obj.get("metadata") or {}).get("namespace") or ""))
+        return self._cache.informers() if self.sharding.key == "namespace" else []
 
     def _shard_of_key(self, key: ObjectKey) -> int:
         return self.ring.shard_of(fnv1a64(key.namespace))
@@ -183,7 +194,9 @@ class ShardedControllers:
         uid = (obj or {}).get("metadata", {}).get("uid")
         return fnv1a64(str(uid)) if uid else None
 
-    def _gate(self, controller: Controller) -> Callable[[Request], bool]:
+    def gate(self, controller: Controller) -> Callable[[Request], bool]:
+        """What ``controller`` runs with: whether a key's shard is held when a worker
+        takes it (a key whose shard cannot be known is not)."""
         def admits(request: Request) -> bool:
             key = self.key_of(controller, request)
             return key is not None and self.ring.owns(key)

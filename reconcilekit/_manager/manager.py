@@ -31,6 +31,7 @@ registry; nothing is process-global.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import socket
@@ -50,7 +51,12 @@ from .._controller.controller import Controller
 from .._controller.reconciler import Reconciler, Request
 from .._coordination.leader_election import LeaderElection, LeaderElector, LeadershipLost
 from .._coordination.shard_ring import ShardRing
-from .._coordination.sharded_controllers import ShardedControllers, Sharding, ShardMetricsCollector
+from .._coordination.sharded_controllers import (
+    NamespaceShards,
+    ShardedControllers,
+    Sharding,
+    ShardMetricsCollector,
+)
 from .._expectations.expectations import Expectations, PrometheusExpectationMetrics
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.event_loop import event_loop_options
@@ -107,8 +113,25 @@ class Manager:
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self.registry = registry if registry is not None else CollectorRegistry()
+        # Unique per manager, as controller-runtime's hostname_UUID: two managers in one
+        # process (or two processes with one hostname) must never share an identity.
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.ring: ShardRing | None = None
+        held: NamespaceShards | None = None  # what a cache sharded by namespace holds
+        if isinstance(coordination, Sharding):
+            self.ring = ShardRing(
+                client, name=coordination.name, namespace=coordination.namespace,
+                identity=self.identity, shards=coordination.shards,
+                lease_duration=coordination.lease_duration,
+                renew_deadline=coordination.renew_deadline,
+                retry_period=coordination.retry_period,
+                graceful_stop=graceful_shutdown_timeout, clock=clock)
+            if coordination.key == "namespace":  # the cache syncs empty: no shard held yet
+                held = NamespaceShards(self.ring)
         self.cache = Cache(client, namespace=namespace, default_namespaces=default_namespaces,
-                           scopes=cache_scopes, clock=clock, relist_period=relist_period)
+                           scopes=cache_scopes, clock=clock, relist_period=relist_period,
+                           admit=held.admits if held is not None else None,
+                           shard_selector=held.selector if held is not None else None)
         PrometheusCacheMetrics(self.registry, self.cache.statistics)
         client.add_request_observer(
             PrometheusClientMetrics(self.registry, _host_of(client)).observe)
@@ -117,12 +140,8 @@ class Manager:
         if webhook_server is not None:
             webhook_server.attach_metrics(self.registry)
         self.controllers: list[Controller] = []
-        # Unique per manager, as controller-runtime's hostname_UUID: two managers in one
-        # process (or two processes with one hostname) must never share an identity.
-        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.coordination = coordination
         self.elector: LeaderElector | None = None
-        self.ring: ShardRing | None = None
         self._shards: ShardedControllers | None = None
         match coordination:
             case LeaderElection() as election:
@@ -135,14 +154,10 @@ class Manager:
                     retry_period=election.retry_period, clock=clock,
                     on_change=leader_metrics.set_leader)
             case Sharding() as sharding:
-                self.ring = ShardRing(
-                    client, name=sharding.name, namespace=sharding.namespace,
-                    identity=self.identity, shards=sharding.shards,
-                    lease_duration=sharding.lease_duration,
-                    renew_deadline=sharding.renew_deadline,
-                    retry_period=sharding.retry_period,
-                    graceful_stop=graceful_shutdown_timeout, clock=clock)
+                assert self.ring is not None
                 ShardMetricsCollector(self.registry, self.ring, sharding, self.controllers)
+                self._shards = ShardedControllers(self.ring, sharding, self.controllers,
+                                                  self.cache)
         self._stop = anyio.Event()
         self._started = anyio.Event()  # controllers running
         self._synced = False
@@ -158,14 +173,17 @@ class Manager:
         return ControllerBuilder(self)
 
     def new_controller(self, name: str, reconciler: Reconciler, *,
+                       primary: Resource | None = None,
                        max_concurrent_reconciles: int = 1,
                        rate_limiter: RateLimiter[Request] | None = None,
                        reconcile_timeout: float | None = None) -> Controller:
-        """Create a controller wired to this manager's cache and metrics, and add it."""
+        """Create a controller wired to this manager's cache and metrics, and add it
+        (``primary`` and the options as :class:`Controller`'s)."""
         if any(c.name == name for c in self.controllers):
             raise ValueError(f"a controller named {name!r} already exists in this manager")
         controller = Controller(
-            name, reconciler, self.cache, max_concurrent_reconciles=max_concurrent_reconciles,
+            name, reconciler, self.cache, primary=primary,
+            max_concurrent_reconciles=max_concurrent_reconciles,
             rate_limiter=rate_limiter, reconcile_timeout=reconcile_timeout, clock=self.clock,
             metrics=PrometheusReconcileMetrics(self.registry, name),
             queue_metrics=PrometheusQueueMetrics(self.registry, name))
@@ -235,9 +253,6 @@ class Manager:
             await tg.start(serve_endpoints, self.http_addr, self.registry, self.ready,
                            self._set_port)
         tg.start_soon(self.events.run)
-        if self.ring is not None and isinstance(self.coordination, Sharding):
-            self._shards = ShardedControllers(self.ring, self.coordination, self.controllers)
-            self._shards.attach(self.cache)  # the cache syncs empty: no shard held yet
         if self.webhook_server is not None:  # before the caches: conversion webhooks
             await tg.start(serve_webhooks, self.client, self.webhook_server)
         cold = (isinstance(self.coordination, LeaderElection)
@@ -262,7 +277,8 @@ class Manager:
             await tg.start(self.ring.run, self._shards)
         async with anyio.create_task_group() as workers:
             for controller in self.controllers:
-                await workers.start(controller.run)
+                gate = self._shards.gate(controller) if self._shards is not None else None
+                await workers.start(functools.partial(controller.run, gate=gate))
             logger.info("started %d controller(s)", len(self.controllers))
             self._started.set()
             await self._stop.wait()
