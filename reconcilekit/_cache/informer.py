@@ -30,6 +30,7 @@ rarely read and which is often a third of a Pod's size.
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -89,6 +90,24 @@ class EventHandler:
     on_delete: Callable[[Obj], None] | None = None
 
 
+class _PagedSink(abc.ABC):
+    """A watch sink that stores every list through a :class:`Listing` (``begin_list``):
+    a complete list handed over at once is a list of one page."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def begin_list(self) -> Listing:
+        """A complete list, delivered page by page."""
+
+    def replace(self, objects: list[Obj], resource_version: str) -> None:
+        """Converge to a complete list (what :meth:`begin_list` converges to); tell
+        handlers what changed."""
+        listing = self.begin_list()
+        listing.add(objects)
+        listing.finish(resource_version)
+
+
 @dataclass(frozen=True, slots=True)
 class InformerStatistics:
     """Per-informer numbers for metrics, health and debugging."""
@@ -107,7 +126,7 @@ class InformerStatistics:
     bytes: int = 0  # the JSON the store holds for its objects
 
 
-class Informer:
+class Informer(_PagedSink):
     """Keeps a :class:`Store` of one resource in step with the API server.
 
     ``run()`` (in a task group) lists and watches until cancelled; the store
@@ -274,12 +293,6 @@ class Informer:
         when it is finished (the sink of an informer's only watcher)."""
         return Listing(self, None)
 
-    def replace(self, objects: list[Obj], resource_version: str) -> None:
-        """Converge the store to a complete list; tell handlers what changed."""
-        listing = self.begin_list()
-        listing.add(objects)
-        listing.finish(resource_version)
-
     def _converge(self, fresh: dict[ObjectKey, tuple[Prepared, str]], namespace: str | None,
                   resource_version: str) -> None:
         """Converge the objects of ``namespace`` (None: the whole store) to a complete list.
@@ -356,7 +369,7 @@ class Informer:
             logger.exception("%s: event handler %r failed", self.resource, fn)
 
 
-class _NamespaceSink:
+class _NamespaceSink(_PagedSink):
     """Where the watcher of one of an informer's several namespaces delivers."""
 
     __slots__ = ("_informer", "_namespace")
@@ -366,11 +379,6 @@ class _NamespaceSink:
 
     def begin_list(self) -> Listing:
         return Listing(self._informer, self._namespace)
-
-    def replace(self, objects: list[Obj], resource_version: str) -> None:
-        listing = self.begin_list()
-        listing.add(objects)
-        listing.finish(resource_version)
 
     def apply(self, event_type: str, obj: Obj) -> None:
         self._informer.apply(event_type, obj)
