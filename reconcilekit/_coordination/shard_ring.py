@@ -142,13 +142,17 @@ class _ShardTask:
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.handing_over = anyio.Event()
+        self.holding = False
+
+    def acquired(self) -> None:
+        """The shard's Lease is held (``holding`` turns True, the one change it makes):
+        a hand-over now waits for the owner to stop on the shard instead of cancelling."""
+        self.holding = True
 
     def hand_over(self) -> None:
         self.handing_over.set()
         if not self.holding:
             self.scope.cancel()
-
-    holding = False
 
 
 class ShardRing:
@@ -275,7 +279,7 @@ class ShardRing:
         with task.scope:  # cancelled: not acquired yet, or the ring stops
             assigned_at = self.clock.monotonic()
             await elector.acquire()
-            task.holding = True
+            task.acquired()
             self._held.add(shard)
             self._handover = self.clock.monotonic() - assigned_at
             stopped = False

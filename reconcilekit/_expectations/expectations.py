@@ -162,6 +162,9 @@ class TimedRecords(Generic[K, R]):
 
 
 class _Counts:
+    """What one key still waits for; the counts change only through its methods, and
+    never go below zero."""
+
     __slots__ = ("creations", "deadline", "deletions", "started", "uids")
 
     def __init__(self, now: float, timeout: float) -> None:
@@ -170,6 +173,34 @@ class _Counts:
         self.creations = 0
         self.deletions = 0
         self.uids: set[str] = set()
+
+    def expect(self, *, creations: int = 0, deletions: int = 0,
+               uids: Iterable[str] = ()) -> None:
+        """Wait for ``creations`` and ``deletions`` more, and for the deletion of ``uids``."""
+        self.creations += creations
+        self.deletions += deletions
+        self.uids |= set(uids)
+
+    def creation_observed(self) -> bool:
+        """Cross off one expected creation; False (nothing changed) if none was."""
+        if self.creations <= 0:
+            return False
+        self.creations -= 1
+        return True
+
+    def deletion_observed(self) -> bool:
+        """Cross off one counted deletion; False (nothing changed) if none was."""
+        if self.deletions <= 0:
+            return False
+        self.deletions -= 1
+        return True
+
+    def uid_observed(self, uid: str) -> bool:
+        """Cross off the deletion of ``uid``; False (nothing changed) if it was not expected."""
+        if uid not in self.uids:
+            return False
+        self.uids.discard(uid)
+        return True
 
     def pending(self) -> bool:
         return self.creations > 0 or self.deletions > 0 or bool(self.uids)
@@ -255,20 +286,20 @@ class Expectations(Generic[K]):
         if count < 0:
             raise ValueError(f"count must be >= 0, not {count!r}")
         if count:
-            self._record(key).creations += count
+            self._record(key).expect(creations=count)
 
     def expect_deletions(self, key: K, count: int) -> None:
         """Expect ``count`` more deletions for ``key``, observed by count."""
         if count < 0:
             raise ValueError(f"count must be >= 0, not {count!r}")
         if count:
-            self._record(key).deletions += count
+            self._record(key).expect(deletions=count)
 
     def expect_deletions_of(self, key: K, uids: Iterable[str]) -> None:
         """Expect the deletion of each object in ``uids`` for ``key``, observed by UID."""
         uids = set(uids)
         if uids:
-            self._record(key).uids |= uids
+            self._record(key).expect(uids=uids)
 
     def _observe(self, key: K) -> _Counts | None:
         self._records.expire()
@@ -281,22 +312,19 @@ class Expectations(Generic[K]):
     def creation_observed(self, key: K) -> None:
         """One expected creation for ``key`` happened (or failed and never will)."""
         record = self._observe(key)
-        if record is not None and record.creations > 0:
-            record.creations -= 1
+        if record is not None and record.creation_observed():
             self._settle(key, record)
 
     def deletion_observed(self, key: K) -> None:
         """One counted deletion for ``key`` happened (or failed and never will)."""
         record = self._observe(key)
-        if record is not None and record.deletions > 0:
-            record.deletions -= 1
+        if record is not None and record.deletion_observed():
             self._settle(key, record)
 
     def deletion_observed_uid(self, key: K, uid: str) -> None:
         """The object ``uid`` expected deleted for ``key`` is gone or going; repeats are no-ops."""
         record = self._observe(key)
-        if record is not None and uid in record.uids:
-            record.uids.discard(uid)
+        if record is not None and record.uid_observed(uid):
             self._settle(key, record)
 
     def satisfied(self, key: K) -> bool:

@@ -23,6 +23,12 @@ class EndpointsError(OSError):
     Its message names the address and the reason in one line, for a CLI to print.
     """
 
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
+        """``message`` is the whole of ``str(error)``; ``errno`` the failure's
+        :attr:`errno` (None when it had none)."""
+        super().__init__(message)
+        self.errno = errno
+
 
 def split_address(address: str) -> tuple[str, int]:
     """``"host:port"`` or ``":port"`` (all interfaces); ValueError naming the problem."""
@@ -60,10 +66,8 @@ async def serve_endpoints(address: str, registry: CollectorRegistry,
             await site.start()
         except OSError as err:
             reason = os.strerror(err.errno).lower() if err.errno else str(err)
-            failure = EndpointsError(f"cannot serve /metrics, /healthz and /readyz on "
-                                     f"{address}: {reason}")
-            failure.errno = err.errno
-            raise failure from None
+            raise EndpointsError(f"cannot serve /metrics, /healthz and /readyz on "
+                                 f"{address}: {reason}", errno=err.errno) from None
         sockets: Any = getattr(site._server, "sockets", None) or ()
         bound = int(sockets[0].getsockname()[1]) if sockets else port
         shown = f"[{host}]" if ":" in host else host

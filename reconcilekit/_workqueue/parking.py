@@ -15,19 +15,20 @@ __all__ = ["ParkingLot"]
 class _Waiter:
     """One parked task; ``wake()`` sets its Event or cancels its sleep."""
 
-    __slots__ = ("_lot", "_wake", "until", "woken")
+    __slots__ = ("_wake", "until", "woken")
 
-    def __init__(self, lot: ParkingLot, wake: Callable[[], object], until: float | None) -> None:
-        self._lot = lot
+    def __init__(self, wake: Callable[[], object], until: float | None) -> None:
         self._wake = wake
         self.until = until
         self.woken = False
 
-    def wake(self) -> None:
-        if not self.woken:
-            self.woken = True
-            self._lot._woken += 1
-            self._wake()
+    def wake(self) -> bool:
+        """Wake the task; True the first time (a wake its lot has not counted yet)."""
+        if self.woken:
+            return False
+        self.woken = True
+        self._wake()
+        return True
 
 
 class ParkingLot:
@@ -87,39 +88,43 @@ class ParkingLot:
                 await self._park(None if self._keeper is not None else deadline)
         finally:
             if self._keeper is None and self._lot and self._deadline() is not None:
-                self._lot.popleft().wake()
+                self._wake(self._lot.popleft())
 
     def wake_one(self) -> None:
         """One thing became ready: wake one Event waiter, or else the timekeeper."""
         if self._lot:
-            self._lot.popleft().wake()
+            self._wake(self._lot.popleft())
         elif self._keeper is not None:
-            self._keeper.wake()
+            self._wake(self._keeper)
 
     def deadline_moved(self, deadline: float) -> None:
         """``deadline()`` is now ``deadline``, earlier than before: someone must sleep until it."""
         keeper = self._keeper
         if keeper is not None:
             if keeper.until is not None and keeper.until > deadline:
-                keeper.wake()
+                self._wake(keeper)
         elif self._lot:
-            self._lot.popleft().wake()
+            self._wake(self._lot.popleft())
 
     def wake_all(self) -> None:
         while self._lot:
-            self._lot.popleft().wake()
+            self._wake(self._lot.popleft())
         if self._keeper is not None:
-            self._keeper.wake()
+            self._wake(self._keeper)
+
+    def _wake(self, waiter: _Waiter) -> None:
+        if waiter.wake():
+            self._woken += 1  # until it looks again (_leave)
 
     async def _park(self, deadline: float | None) -> None:
         """Wait on an Event (no deadline) or, as the timekeeper, on the clock until ``deadline``."""
         if deadline is None:
             event = anyio.Event()
-            waiter = _Waiter(self, event.set, None)
+            waiter = _Waiter(event.set, None)
             self._lot.append(waiter)
         else:
             scope = anyio.CancelScope()
-            waiter = self._keeper = _Waiter(self, scope.cancel, deadline)
+            waiter = self._keeper = _Waiter(scope.cancel, deadline)
         try:
             if deadline is None:
                 await event.wait()
