@@ -71,9 +71,18 @@ class Cluster:
 
     def __init__(self, configuration: Any, *, namespace: str = "default",
                  server: APIServer | None = None, kubeconfig_path: Path | None = None,
-                 trust_env: bool = True) -> None:
-        """``trust_env=False``: the proxy variables of the environment are ignored (a
-        client working in the background must not follow a test's ``HTTPS_PROXY``)."""
+                 trust_env: bool = True,
+                 delete_later: Callable[[str], None] | None = None) -> None:
+        """The cluster ``configuration`` (kubernetes-asyncio's) reaches, tests working in
+        ``namespace``; ``server``: the in-process server it is, if it is one;
+        ``kubeconfig_path``: the file a subprocess should use to reach it.
+
+        ``trust_env=False``: the proxy variables of the environment are ignored (a
+        client working in the background must not follow a test's ``HTTPS_PROXY``).
+        ``delete_later``: what takes the paths given to :meth:`delete_at_end` (the
+        pytest session's, which deletes them when the session ends); None: the
+        cluster keeps them for its owner (:func:`open_cluster`) to delete at its end.
+        """
         self.configuration = configuration
         self.trust_env = trust_env
         self.namespace = namespace
@@ -81,7 +90,7 @@ class Cluster:
         self.kubeconfig_path = kubeconfig_path
         self._api: Any = None
         self._at_end: list[str] = []
-        self._defer_end: Callable[[str], None] | None = None
+        self._delete_later = delete_later
 
     @property
     def in_process(self) -> bool:
@@ -191,8 +200,8 @@ class Cluster:
         """
         if self.in_process:
             return
-        if self._defer_end is not None:
-            self._defer_end(path)
+        if self._delete_later is not None:
+            self._delete_later(path)
         elif path not in self._at_end:
             self._at_end.append(path)
 
@@ -286,8 +295,8 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
                                       client_configuration=configuration)
     namespace = f"rk-test-{secrets.token_hex(4)}"
     cluster = Cluster(configuration, namespace=namespace,
-                      kubeconfig_path=Path(kubeconfig) if kubeconfig else None)
-    cluster._defer_end = delete_at_end
+                      kubeconfig_path=Path(kubeconfig) if kubeconfig else None,
+                      delete_later=delete_at_end)
     created = False
     try:
         meta: dict[str, Any] = {"name": namespace}

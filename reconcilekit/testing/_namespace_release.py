@@ -118,21 +118,22 @@ async def release_namespace(cluster: Requests, namespace: str) -> list[Held]:
             continue
         for item in (listed.body or {}).get("items") or ():
             meta = item.get("metadata") or {}
-            held = Held(resource.kind, str(meta.get("name")), list(meta.get("finalizers") or ()))
-            found.append(held)
-            if held.finalizers:
+            name, finalizers = str(meta.get("name")), list(meta.get("finalizers") or ())
+            problem = ""
+            if finalizers:
                 patched = await cluster.request(
-                    "PATCH", f"{path}/{held.name}", json={"metadata": {"finalizers": None}},
+                    "PATCH", f"{path}/{name}", json={"metadata": {"finalizers": None}},
                     content_type="application/merge-patch+json")
                 if patched.status not in (200, 404):
-                    held.problem = (f"removing its finalizers answered {patched.status}: "
-                                    f"{_message(patched.body)}")
+                    problem = (f"removing its finalizers answered {patched.status}: "
+                               f"{_message(patched.body)}")
             if resource.group_version == "v1" and resource.name == "pods":
-                deleted = await cluster.request("DELETE", f"{path}/{held.name}", json={
+                deleted = await cluster.request("DELETE", f"{path}/{name}", json={
                     "apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
                 if deleted.status not in (200, 202, 404):
-                    held.problem = (f"force-deleting it answered {deleted.status}: "
-                                    f"{_message(deleted.body)}")
+                    problem = (f"force-deleting it answered {deleted.status}: "
+                               f"{_message(deleted.body)}")
+            found.append(Held(resource.kind, name, finalizers, problem))
     return found
 
 

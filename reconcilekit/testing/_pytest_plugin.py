@@ -80,7 +80,10 @@ SESSION_NODE = "reconcilekit: the session's cleanup"
 
 @dataclass
 class _Cleanup:
-    """What the session needs to clean a real cluster: see the module docstring."""
+    """What the session needs to clean a real cluster: see the module docstring.
+
+    ``reaper``, ``before``, ``configuration`` and ``statistics`` change only
+    through the methods below, each once a session."""
 
     reaper: NamespaceReaper | None = None
     configuration: Any = None
@@ -90,6 +93,34 @@ class _Cleanup:
     windows: list[RunWindow] = field(default_factory=list)
     locations: dict[str, tuple[str, int | None, str]] = field(default_factory=dict)
     statistics: str = ""
+
+    async def begin(self, configuration: Any) -> NamespaceReaper:
+        """The session's first test on a real cluster: what the cluster holds now is
+        ``before``, and a reaper of test namespaces starts; returns it."""
+        if self.reaper is None:
+            self.before = await _snapshot(configuration)
+            self.reaper = NamespaceReaper(configuration)
+        return self.reaper
+
+    def end(self) -> None:
+        """The session ends: the reaper is closed and dropped, its statistics kept for the
+        terminal summary."""
+        assert self.reaper is not None
+        self.reaper.close()
+        self.statistics = str(self.reaper.statistics)
+        self.reaper = None
+
+    async def kubeconfig_configuration(self, path: str) -> Any:
+        """The configuration of the kubeconfig at ``path``, loaded once per session."""
+        if self.configuration is None:
+            from kubernetes_asyncio import config as kube_config
+            from kubernetes_asyncio.client import Configuration
+
+            configuration = Configuration()
+            await kube_config.load_kube_config(config_file=path,
+                                               client_configuration=configuration)
+            self.configuration = configuration
+        return self.configuration
 
 
 _CLEANUP = pytest.StashKey[_Cleanup]()
@@ -150,9 +181,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                     f"the session's cleanup could not run: {type(e).__name__}: {e}")
             failed = True
         finally:
-            state.reaper.close()
-            state.statistics = str(state.reaper.statistics)
-            state.reaper = None
+            state.end()
         if failed:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if _plane is not None:
@@ -207,39 +236,23 @@ async def apiserver(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
         async with open_cluster() as cluster:
             yield cluster
         return
+    state = _cleanup(request.config)
     kubeconfig: Path | str
     if kind == "control-plane":
         plane, kubeconfig = _control_plane()
         configuration = plane.configuration()
     else:
         kubeconfig = os.environ[KUBECONFIG_ENV]
-        configuration = await _kubeconfig_configuration(request.config, kubeconfig)
-    state = _cleanup(request.config)
-    if state.reaper is None:
-        state.before = await _snapshot(configuration)
-        state.reaper = NamespaceReaper(configuration)
+        configuration = await state.kubeconfig_configuration(kubeconfig)
+    reaper = await state.begin(configuration)
     nodeid = request.node.nodeid
 
     def delete_at_end(path: str) -> None:
         state.shared.setdefault(path, nodeid)
 
     async with open_cluster(kubeconfig, configuration=configuration, test=nodeid,
-                            reaper=state.reaper, delete_at_end=delete_at_end) as cluster:
+                            reaper=reaper, delete_at_end=delete_at_end) as cluster:
         yield cluster
-
-
-async def _kubeconfig_configuration(config: pytest.Config, path: str) -> Any:
-    """The kubeconfig's configuration, loaded once per session."""
-    state = _cleanup(config)
-    if state.configuration is None:
-        from kubernetes_asyncio import config as kube_config
-        from kubernetes_asyncio.client import Configuration
-
-        configuration = Configuration()
-        await kube_config.load_kube_config(config_file=path,
-                                           client_configuration=configuration)
-        state.configuration = configuration
-    return state.configuration
 
 
 async def _snapshot(configuration: Any) -> Snapshot:
