@@ -69,6 +69,10 @@ repeated.
 
 Time: backoff, watch rotation and dead-watch detection use the injected
 clock, so tests drive them with :class:`reconcilekit.testing.FakeClock`.
+
+Settings: ``page_size``, ``liveness_timeout``, ``metadata_only``,
+``relist_period``, the selectors and the shard selector are the watcher's
+:class:`WatchOptions`, given when it is made and fixed for its life.
 """
 
 from __future__ import annotations
@@ -180,9 +184,8 @@ class WatchOptions:
         Seconds after which a watch still open is dead (at least 4: each
         watch asks the server to end it after a half to three quarters of it).
     ``relist_period``
-        Seconds (> 0) within which a complete list is made again; None: a
-        list only when the server asks for one (a 410) or a watch line
-        cannot be read.
+        Seconds (> 0) within which a complete list is made again; None: no
+        periodic list.
     ``metadata_only``
         List and watch ``PartialObjectMetadata`` instead of whole objects.
     ``shard_selector``
