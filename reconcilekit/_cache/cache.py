@@ -211,7 +211,7 @@ class Cache:
                 liveness_timeout=self.liveness_timeout,
                 admit=self.admit, shard_selector=self.shard_selector,
                 clock=self.clock)
-            informer.version_observers.append(self._observer(resource, informer))
+            informer.add_version_observer(self._observer(resource, informer))
             self._informers[key] = informer
             if self._tg is not None:
                 self._tg.start_soon(informer.run)

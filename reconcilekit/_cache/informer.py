@@ -185,9 +185,7 @@ class Informer(_PagedSink):
         self.clock = clock
         self.synced = anyio.Event()
         self._handlers: list[EventHandler] = []
-        # Told (key, resourceVersion) of every object stored or deleted, once the store
-        # holds the change (so ``key in store`` tells a write from a deletion); cheap.
-        self.version_observers: list[Callable[[ObjectKey, str], None]] = []
+        self._version_observers: list[Callable[[ObjectKey, str], None]] = []
         self.watchers = tuple(
             Watcher(client, resource, namespace=target, options=options, clock=clock,
                     backoff=backoff)
@@ -236,6 +234,12 @@ class Informer(_PagedSink):
     def add_index(self, name: str, fn: IndexFunc) -> None:
         """Add a named index to the store (see :meth:`Store.add_index`)."""
         self.store.add_index(name, fn)
+
+    def add_version_observer(self, observer: Callable[[ObjectKey, str], None]) -> None:
+        """Tell ``observer`` (key, resourceVersion) of every object stored or deleted from
+        now on, once the store holds the change (so ``key in store`` tells a write from
+        a deletion); it must be cheap."""
+        self._version_observers.append(observer)
 
     # -- running -------------------------------------------------------------------------------
 
@@ -330,7 +334,7 @@ class Informer(_PagedSink):
 
     def _observe_version(self, key: ObjectKey, resource_version: str) -> None:
         if resource_version:
-            for observer in self.version_observers:
+            for observer in self._version_observers:
                 observer(key, resource_version)
 
     def _upsert(self, key: ObjectKey, prepared: Prepared, rv: str, obj: Obj | None = None
