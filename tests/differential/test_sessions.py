@@ -1,0 +1,56 @@
+"""Each session of ``sessions/`` against kube-apiserver and the in-process server.
+
+The real server is the ``apiserver`` fixture (the test's own namespace); the
+in-process one is the pytest session's (see conftest), in a namespace of the
+same name created for the test. Both get the corpus's CRDs first. A session
+that differs fails with the step and a diff, unless it is listed in
+:data:`known_differences.NOT_YET_MATCHED`, where it must fail (strict xfail).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from differential_harness import Server, Session, load_sessions, run_session
+from known_differences import NOT_YET_MATCHED
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import Configuration
+
+from reconcilekit.testing import Cluster
+
+CRDS = sorted((Path(__file__).parent / "crds").glob("*.yaml"))
+
+
+def _params() -> list[object]:
+    return [pytest.param(s, id=s.name, marks=[pytest.mark.xfail(
+        strict=True, reason=NOT_YET_MATCHED[s.name])] if s.name in NOT_YET_MATCHED else [])
+        for s in load_sessions()]
+
+
+@pytest.mark.parametrize("session", _params())
+async def test_session(session: Session, kubectl: str, in_process_kubeconfig: Path,
+                       apiserver: Cluster) -> None:
+    """kubectl's exit code, stdout and stderr match at every step, once normalized."""
+    assert apiserver.kubeconfig_path is not None, "a real backend has a kubeconfig"
+    configuration = Configuration()
+    await kube_config.load_kube_config(config_file=str(in_process_kubeconfig),
+                                       client_configuration=configuration)
+    local = Cluster(configuration)
+    try:
+        made = await local.request("POST", "/api/v1/namespaces", json={
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": apiserver.namespace}})
+        assert made.status == 201, made
+        for crd in CRDS:
+            await apiserver.install_crd(crd)
+            await local.install_crd(crd)
+        with tempfile.TemporaryDirectory(prefix="differential-") as home:
+            reference = Server("kube-apiserver", apiserver.kubeconfig_path,
+                               apiserver.namespace, Path(home, "kube"))
+            candidate = Server("in-process", in_process_kubeconfig,
+                               apiserver.namespace, Path(home, "in-process"))
+            await run_session(kubectl, session, reference, candidate)
+    finally:
+        await local.close()
