@@ -4,7 +4,8 @@ A session is a YAML file under ``sessions/``: a list of steps, each
 ``{kubectl: [args...], stdin: <text, optional>}``. :func:`run_session` runs each
 step against both servers at once (the two invocations are independent), as
 ``kubectl --kubeconfig K --namespace NS --cache-dir D <args>`` with ``stdin``
-on standard input, and compares exit code, stdout and stderr after
+on standard input (``<NS>`` in either stands for the namespace's name), and
+compares exit code, stdout and stderr after
 :func:`differential_normalize.normalize`. The first step whose normalized
 results differ raises :class:`SessionMismatch`, naming the session, the step,
 the command and a unified diff of both sides; later steps are not run (they
@@ -35,6 +36,9 @@ __all__ = ["SESSIONS", "Result", "Server", "Session", "SessionMismatch", "Step",
            "load_sessions", "run_session"]
 
 SESSIONS = Path(__file__).parent / "sessions"
+NAMESPACE = "<NS>"
+# names kube-apiserver makes itself: a Pod's projected token volume (ServiceAccount admission)
+SERVER_GENERATED = ("kube-api-access-",)
 STEP_TIMEOUT = 90.0  # a hung kubectl fails the session instead of the whole run
 
 
@@ -57,8 +61,9 @@ class Session:
     steps: tuple[Step, ...]
 
     def generate_names(self) -> list[str]:
-        """The ``generateName`` prefixes of the session's manifests (their names are random)."""
-        found: list[str] = []
+        """The ``generateName`` prefixes of the session's manifests and the server's own
+        (:data:`SERVER_GENERATED`): the names made from them are random."""
+        found = list(SERVER_GENERATED)
         for step in self.steps:
             found += re.findall(r"generateName:\s*['\"]?([\w.-]+)", step.stdin or "")
         return found
@@ -122,11 +127,13 @@ async def run_kubectl(kubectl: str, server: Server, step: Step) -> Result:
     env.update(HOME=str(server.home), TZ="UTC", LC_ALL="C", LANG="C")
     proc = await asyncio.create_subprocess_exec(
         kubectl, "--kubeconfig", str(server.kubeconfig), "--namespace", server.namespace,
-        "--cache-dir", str(server.home / "cache"), *step.kubectl,
+        "--cache-dir", str(server.home / "cache"),
+        *(arg.replace(NAMESPACE, server.namespace) for arg in step.kubectl),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         out, err = await asyncio.wait_for(
-            proc.communicate((step.stdin or "").encode()), STEP_TIMEOUT)
+            proc.communicate((step.stdin or "").replace(NAMESPACE, server.namespace).encode()),
+            STEP_TIMEOUT)
     except TimeoutError:
         proc.kill()
         await proc.wait()

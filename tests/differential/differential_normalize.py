@@ -4,13 +4,18 @@
 answering the same requests, and nothing else:
 
 * the test namespace's name (``<NS>``), the server's address (``<SERVER>``);
-* uids (``<UID>``), resourceVersions (``<RV>``), RFC 3339 and RFC 1123
+* uids (``<UID>``), resourceVersions (``<RV>``; in objects and in
+  ``kubectl describe``'s "Resource Version:"), RFC 3339 and RFC 1123
   timestamps, managedFields times included (``<TIME>``);
 * cluster IPs from the service range both servers use, 10.0.0.0/24
   (``<CLUSTER-IP>``);
 * service account tokens (JWTs, ``<TOKEN>``);
+* Go pointers kube-apiserver prints inside some validation messages
+  (``(0xc00a7e0420)``, ``(<POINTER>)``);
 * names the server generates from a ``generateName`` prefix the session gives
   (``prefix<GEN>``);
+* the date, time and process id of kubectl's own log lines
+  (``W1128 17:35:25.849001    1681 diff.go:714]``, ``W<KLOG> diff.go:714]``);
 * ``kubectl diff``'s temporary directories and the times in its headers;
 * in tables (a header line of upper-case column names): ages such as ``5s``
   or ``2m30s`` in AGE-like columns (``<AGE>``), and the column padding, which
@@ -37,6 +42,9 @@ _RFC1123 = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (?:Jan|Feb|Mar|A
 _DIFF_TIME = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [+-]\d{4}")
 _DIFF_DIR = re.compile(r"/(?:tmp|var/tmp)/(LIVE|MERGED)-\d+")
 _RESOURCE_VERSION = re.compile(r'("?resourceVersion"?\s*[:=]\s*)"?\d+"?')
+_DESCRIBED_VERSION = re.compile(r"(Resource Version:\s+)\d+")
+_KLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ", re.M)
+_GO_POINTER = re.compile(r"\(0x[0-9a-f]{6,16}\)")
 _CLUSTER_IP = re.compile(r"(?<![\d.])10\.0\.0\.(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])")
 _AGE_VALUE = re.compile(r"(?:\d+[smhdy])+|<invalid>")
 _AGE_COLUMNS = frozenset({"AGE", "DURATION", "LAST SCHEDULE", "CREATED AT"})
@@ -61,6 +69,9 @@ def normalize(text: str, namespace: str, generate_names: Iterable[str] = ()) -> 
     text = _DIFF_TIME.sub("<TIME>", text)
     text = _DIFF_DIR.sub(r"<\1>", text)
     text = _RESOURCE_VERSION.sub(r'\1"<RV>"', text)
+    text = _DESCRIBED_VERSION.sub(r"\1<RV>", text)
+    text = _GO_POINTER.sub("(<POINTER>)", text)
+    text = _KLOG.sub(r"\1<KLOG> ", text)
     text = _CLUSTER_IP.sub("<CLUSTER-IP>", text)
     for prefix in generate_names:
         text = re.sub(rf"\b{re.escape(prefix)}{_GENERATED}\b", f"{prefix}<GEN>", text)

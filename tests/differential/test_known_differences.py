@@ -1,0 +1,33 @@
+"""The known differences, the xfail marks and docs/testing.md say the same thing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from differential_harness import load_sessions
+from known_differences import NOT_YET_MATCHED
+
+DOC = Path(__file__).parents[2] / "docs" / "testing.md"
+SECTION = "## Differential testing against kube-apiserver"
+
+
+def _documented(heading: str) -> list[str]:
+    """Session names in the first column of the table under ``heading`` in the section."""
+    text = DOC.read_text()
+    assert SECTION in text, f"docs/testing.md has no section {SECTION!r}"
+    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    assert heading in section, f"the section has no {heading!r}"
+    part = section.split(heading, 1)[1].split("\n### ", 1)[0]
+    return re.findall(r"^\| `([\w-]+)` \|", part, flags=re.M)
+
+
+def test_every_not_yet_matched_session_exists() -> None:
+    names = {s.name for s in load_sessions()}
+    assert sorted(set(NOT_YET_MATCHED) - names) == []
+
+
+def test_the_docs_list_exactly_the_sessions_marked_xfail() -> None:
+    documented = _documented("### Not yet matched")
+    assert len(documented) == len(set(documented)), "a session listed twice"
+    assert sorted(documented) == sorted(NOT_YET_MATCHED)
