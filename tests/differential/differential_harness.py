@@ -33,7 +33,7 @@ import yaml
 from differential_normalize import normalize
 
 __all__ = ["SESSIONS", "Result", "Server", "Session", "SessionMismatch", "Step",
-           "load_sessions", "run_session"]
+           "StepTimeout", "load_sessions", "run_session"]
 
 SESSIONS = Path(__file__).parent / "sessions"
 NAMESPACE = "<NS>"
@@ -116,7 +116,15 @@ class Server:
 
 
 class SessionMismatch(AssertionError):
-    """A step whose normalized results differ between the two servers."""
+    """A step whose normalized results differ between the two servers (``step`` from 1)."""
+
+    def __init__(self, message: str, step: int) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+class StepTimeout(AssertionError):
+    """A kubectl invocation that did not end within :data:`STEP_TIMEOUT` (not a mismatch)."""
 
 
 async def run_kubectl(kubectl: str, server: Server, step: Step) -> Result:
@@ -137,8 +145,8 @@ async def run_kubectl(kubectl: str, server: Server, step: Step) -> Result:
     except TimeoutError:
         proc.kill()
         await proc.wait()
-        raise SessionMismatch(f"{step.command()} against {server.label} did not end within "
-                              f"{STEP_TIMEOUT:g}s") from None
+        raise StepTimeout(f"{step.command()} against {server.label} did not end within "
+                          f"{STEP_TIMEOUT:g}s") from None
     assert proc.returncode is not None
     return Result(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
@@ -166,5 +174,5 @@ async def run_session(kubectl: str, session: Session, reference: Server,
             raise SessionMismatch(
                 f"session {session.name}, step {number} of {len(session.steps)}: "
                 f"{step.command()}{stdin}\nnormalized results differ "
-                f"(- {reference.label}, + {candidate.label}):\n{diff}")
+                f"(- {reference.label}, + {candidate.label}):\n{diff}", number)
     return len(session.steps)
