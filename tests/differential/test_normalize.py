@@ -1,11 +1,20 @@
-"""Unit tests of the differential corpus's normalization and session loading (no server)."""
+"""Unit tests of the differential corpus's normalization, session loading and comparison
+(no server: a fake kubectl stands in where one is run)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from differential_harness import SERVER_GENERATED, Session, Step, load_sessions
+from differential_harness import (
+    SERVER_GENERATED,
+    Server,
+    Session,
+    SessionMismatch,
+    Step,
+    load_sessions,
+    run_session,
+)
 from differential_normalize import normalize, normalize_tables
 
 NS = "rk-test-0a1b2c3d"
@@ -125,3 +134,28 @@ def test_generate_name_prefixes_come_from_the_manifests_and_the_server() -> None
     session = Session("s", (Step(("create", "-f", "-"),
                                  "metadata:\n  generateName: gen-\n"),))
     assert session.generate_names() == [*SERVER_GENERATED, "gen-"]
+
+
+FAKE_KUBECTL = """#!/bin/sh
+# prints its namespace (normalized away), then for "show" the kubeconfig's name
+echo "namespace $4"
+if [ "$7" = show ]; then echo "config $(basename "$2")"; fi
+cat >/dev/null
+"""
+
+
+async def test_run_session_names_the_first_differing_step_with_a_diff(tmp_path: Path) -> None:
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(FAKE_KUBECTL)
+    kubectl.chmod(0o755)
+    one = Server("kube-apiserver", tmp_path / "kube.conf", "rk-test-00000001", tmp_path / "a")
+    two = Server("in-process", tmp_path / "local.conf", "rk-test-00000002", tmp_path / "b")
+    same = Session("same", (Step(("get", "x")), Step(("get", "y"), "stdin")))
+    assert await run_session(str(kubectl), same, one, two) == 2
+    differs = Session("differs", (Step(("get", "x")), Step(("show",)), Step(("get", "z"))))
+    with pytest.raises(SessionMismatch) as raised:
+        await run_session(str(kubectl), differs, one, two)
+    assert raised.value.step == 2
+    message = str(raised.value)
+    assert message.startswith("session differs, step 2 of 3: kubectl show\n")
+    assert "-config kube.conf\n+config local.conf\n" in message
