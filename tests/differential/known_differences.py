@@ -51,6 +51,10 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "deployment-scale": Known(4, (
         "`kubectl scale --current-replicas` (an update of the scale subresource) answered "
         "415 Unsupported Media Type")),
+    "deployment-server-side-apply": Known(2, (
+        "server-side apply treats a Deployment's containers as one atomic field: a second "
+        "field manager adding a container conflicts with the first on "
+        ".spec.template.spec.containers (kube-apiserver merges the list by name)")),
     "deployment-set": Known(2, (
         "strategic merge patch with $setElementOrder refused: `kubectl set image` of one "
         "container of two fails")),
@@ -93,6 +97,9 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "pvc-defaults": Known(1, (
         "PVC defaults missing: the kubernetes.io/pvc-protection finalizer, spec.volumeMode "
         "Filesystem, status.phase Pending")),
+    "pvc-immutable": Known(2, (
+        "a PVC's spec is mutable (kube-apiserver: spec is immutable after creation except "
+        "resources.requests for bound claims)")),
     "rbac-tables": Known(4, (
         "RoleBinding Table (-o wide) has only NAME and CREATED AT (kube-apiserver: ROLE, "
         "AGE, USERS, GROUPS, SERVICEACCOUNTS)")),
