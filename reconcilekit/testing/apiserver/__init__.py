@@ -18,10 +18,10 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
 5. ``storage/``: the versioned store (objects by resource, the resourceVersion
    counter, each resource's event history), the watch cache's watchers, sharded
    list/watch.
-6. ``registry/``: the generic store (the registry's rules: optimistic
-   concurrency, graceful deletion, finalizers, owner index) and the kinds'
-   strategies, defaults and update rules it applies (Pods, workloads,
-   Services, Events).
+6. ``registry/``: each kind's strategy (kube-apiserver's REST strategies:
+   defaults, preparation, validation, graceful deletion) in one table every
+   part asks, and the generic store that applies them (the registry's rules:
+   optimistic concurrency, graceful deletion, finalizers, owner index).
 7. ``webhook_client/``: calling a webhook over HTTPS (k8s.io/apiserver's
    util/webhook), and the validation of where one is called.
 8. ``apiextensions/``: CRDs: their validation, the types they serve,

@@ -15,6 +15,8 @@ from typing import Any
 from aiohttp import web
 
 from ...webhook._certificates import ServingCertificate
+from .admission import webhook_configurations
+from .apiextensions import definition_strategy
 from .controllers.builtin_controllers import Lifecycle
 from .endpoints.faults import Faults
 from .endpoints.filters import ServerSettings
@@ -24,10 +26,21 @@ from .kubeconfig import kubeconfig_document, write_kubeconfig
 from .machinery.builtin_kinds import builtin_api
 from .machinery.resources import Registry
 from .registry.generic_store import Storage
+from .registry.strategy import StrategyTable
+from .registry.strategy_table import builtin_strategies
 
 __all__ = ["APIServer"]
 
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _strategies() -> StrategyTable:
+    """Every kind's strategy: the built-in kinds', with the CRD and webhook configuration
+    strategies of the parts above the registry."""
+    table = builtin_strategies()
+    definition_strategy.register_strategy(table)
+    webhook_configurations.register_strategies(table)
+    return table
 
 
 class APIServer:
@@ -84,7 +97,8 @@ class APIServer:
         self._ca_dir: Path | None = None
         builtin = builtin_api()  # the capture is read here, by the first server made
         self.registry = Registry(builtin.types, builtin.group_order)
-        self.storage = Storage(history_limit=history_limit, now=time.time)
+        self.storage = Storage(strategies=_strategies(), history_limit=history_limit,
+                               now=time.time)
         self.lifecycle = Lifecycle(self.storage, self.registry,
                                    root_ca=self._certificate.ca_pem.decode())
         self.faults = Faults(self.storage)

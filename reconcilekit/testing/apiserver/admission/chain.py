@@ -78,7 +78,6 @@ from ..machinery.status import DecodeError, StatusError
 from ..machinery.unstructured import Obj, json_type
 from ..patching.json_patch import PatchError, json_patch
 from ..registry.generic_store import Storage
-from ..registry.workload_defaults import default_builtin
 from ..webhook_client.https_client import CallError, WebhookClient
 from .match_conditions import evaluate
 from .webhook_configurations import GROUP, Webhook, webhooks
@@ -169,10 +168,12 @@ class Admission:
     def _invocation(self, hook: Webhook, attrs: Attributes) -> _Invocation | None:
         """``ShouldCallHook``: rules (or an equivalent version's), then the selectors."""
         target = None
+        namespaced = bool(attrs.namespace) and not self.storage.strategies.of(
+            attrs.rtype).own_namespace
         for rtype in (attrs.rtype, *self._equivalents(attrs.rtype, hook)):
             r = rtype.resource
             if any(rule.matches(attrs.operation, r.group, r.version, r.plural,
-                                attrs.subresource, attrs.namespace) for rule in hook.rules):
+                                attrs.subresource, namespaced) for rule in hook.rules):
                 target = rtype
                 break
         if target is None or not self._namespace_matches(hook, attrs):
@@ -211,11 +212,10 @@ class Admission:
 
     def _namespace_matches(self, hook: Webhook, attrs: Attributes) -> bool:
         """``MatchNamespaceSelector``: the labels of the request's namespace."""
-        r = attrs.rtype.resource
-        is_namespace = r.group == "" and r.plural == "namespaces"
-        if hook.namespace_selector.is_empty or (not attrs.namespace and not is_namespace):
+        own = self.storage.strategies.of(attrs.rtype).own_namespace
+        if hook.namespace_selector.is_empty or (not attrs.namespace and not own):
             return True
-        if is_namespace and not attrs.subresource and attrs.operation in ("CREATE", "UPDATE"):
+        if own and not attrs.subresource and attrs.operation in ("CREATE", "UPDATE"):
             labels = ((attrs.obj or {}).get("metadata") or {}).get("labels")
         else:
             table = self.storage.tables.get(("", "namespaces"))
@@ -224,6 +224,13 @@ class Admission:
                 raise StatusError.not_found("namespaces", attrs.namespace)
             labels = namespace["metadata"].get("labels")
         return hook.namespace_selector.matches(labels)
+
+    def _default(self, rtype: ResourceType, obj: Obj) -> None:
+        """The defaulting a patched object gets again (its strategy's, or its schema's)."""
+        if rtype.builtin:
+            self.storage.strategies.of(rtype).default(obj)
+        elif rtype.schema is not None:
+            rtype.schema.default(obj)
 
     # -- mutating ------------------------------------------------------------------------
 
@@ -294,7 +301,7 @@ class Admission:
                 patched = decode(rtype, dict(patched, metadata=patched.get("metadata") or {}))
         except DecodeError as err:
             raise StatusError.internal(str(err)) from None
-        _default(rtype, patched)
+        self._default(rtype, patched)
         if patched == obj:
             return False
         attrs.obj = await self._versioned(patched, attrs.rtype)
@@ -448,11 +455,3 @@ def _base64_error(text: str) -> str:
     except DecodeError as err:
         return str(err)
     return "illegal base64 data at input byte 0"
-
-
-def _default(rtype: ResourceType, obj: Obj) -> None:
-    """The defaulting a patched object gets again (the scheme's, or the schema's)."""
-    if rtype.builtin:
-        default_builtin(rtype, obj)
-    elif rtype.schema is not None:
-        rtype.schema.default(obj)

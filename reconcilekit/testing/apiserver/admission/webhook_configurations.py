@@ -2,12 +2,12 @@
 
 What kube-apiserver does with these objects before admission uses them:
 
-* :func:`default_webhooks`: the v1 defaults (``failurePolicy: Fail``,
+* :class:`WebhookConfigurationStrategy`, the kinds' strategy, registered in
+  the server's strategy table by :func:`register_strategies`:
+* :func:`default_configuration`: the v1 defaults (``failurePolicy: Fail``,
   ``matchPolicy: Equivalent``, empty selectors, ``timeoutSeconds: 10``,
-  ``reinvocationPolicy: Never``, rule ``scope: "*"``, service ``port: 443``;
-  a CRD's ``conversion: {strategy: None}``);
-* :func:`check_ca_bundles`: ``caBundle`` is base64 (refused at decoding, 400),
-  in configurations and in CRDs' conversion webhooks;
+  ``reinvocationPolicy: Never``, rule ``scope: "*"``; service ``port: 443``);
+* ``caBundle`` is base64 (refused at decoding, 400);
 * :func:`configuration_errors`: the v1 validation
   (``pkg/apis/admissionregistration/validation``) of what users commonly get
   wrong: fully qualified hook names, unique per configuration; rules
@@ -29,8 +29,6 @@ from typing import Any
 
 from ...._foundations.go_compat import go_quote
 from ...._foundations.selectors import LabelSelector, SelectorError
-from ..machinery.decoding import go_base64_decode
-from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import (
@@ -41,13 +39,18 @@ from ..machinery.validation import (
     qualified_name_errors,
     required,
 )
-from ..webhook_client.client_config_validation import client_config_errors, review_version_errors
+from ..registry.strategy import Strategy, StrategyTable
+from ..webhook_client.client_config_validation import (
+    check_ca_bundle,
+    client_config_errors,
+    default_client_config,
+    review_version_errors,
+)
 from ..webhook_client.https_client import ClientConfig
 from .match_conditions import MatchCondition, match_condition_errors, match_conditions
 
-__all__ = ["GROUP", "RuleWithOperations", "Webhook", "check_ca_bundles",
-           "configuration_errors", "default_configuration", "default_webhooks",
-           "is_webhook_configuration", "webhooks"]
+__all__ = ["GROUP", "RuleWithOperations", "Webhook", "WebhookConfigurationStrategy",
+           "configuration_errors", "default_configuration", "register_strategies", "webhooks"]
 
 GROUP = "admissionregistration.k8s.io"
 MUTATING = "mutatingwebhookconfigurations"
@@ -58,58 +61,40 @@ _NO_SIDE_EFFECTS = ("None", "NoneOnDryRun")
 
 
 
-def is_webhook_configuration(rtype: ResourceType) -> bool:
-    r = rtype.resource
-    return r.group == GROUP and r.plural in (MUTATING, VALIDATING)
-
-
-def _is_mutating(rtype: ResourceType) -> bool:
-    return rtype.resource.plural == MUTATING
-
-
-# -- decoding and defaults ---------------------------------------------------------------
-
-
-def _client_configs(rtype: ResourceType, obj: Obj) -> list[Obj]:
-    """The ``clientConfig`` objects of a webhook configuration, or of a CRD's conversion."""
-    r = rtype.resource
-    if r.group == "apiextensions.k8s.io" and r.plural == "customresourcedefinitions":
-        webhook = ((obj.get("spec") or {}).get("conversion") or {}).get("webhook")
-        configs = [webhook.get("clientConfig")] if isinstance(webhook, dict) else []
-    elif is_webhook_configuration(rtype):
-        configs = [h.get("clientConfig") for h in obj.get("webhooks") or ()
-                   if isinstance(h, dict)]
-    else:
-        return []
+def _client_configs(obj: Obj) -> list[Obj]:
+    """The ``clientConfig`` objects of a configuration's webhooks."""
+    configs = [h.get("clientConfig") for h in obj.get("webhooks") or () if isinstance(h, dict)]
     return [c for c in configs if isinstance(c, dict)]
 
 
-def check_ca_bundles(rtype: ResourceType, obj: Obj) -> None:
-    """Decode each ``clientConfig.caBundle`` of an object naming webhooks (a configuration,
-    a CRD) as Go's []byte; raises :class:`DecodeError`."""
-    for config in _client_configs(rtype, obj):
-        if isinstance(config.get("caBundle"), str):
-            go_base64_decode(config["caBundle"])
+class WebhookConfigurationStrategy(Strategy):
+    """A Validating- or MutatingWebhookConfiguration's strategy (``mutating``)."""
+
+    def __init__(self, *, mutating: bool) -> None:
+        self.mutating = mutating
+
+    def check_encoding(self, obj: Obj) -> None:
+        """Each ``clientConfig.caBundle`` decodes as Go's []byte."""
+        for config in _client_configs(obj):
+            check_ca_bundle(config)
+
+    def default(self, obj: Obj) -> None:
+        default_configuration(obj, mutating=self.mutating)
+        for config in _client_configs(obj):
+            default_client_config(config)
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        return configuration_errors(obj, mutating=self.mutating)
 
 
-def default_webhooks(rtype: ResourceType, obj: Obj) -> None:
-    """The v1 defaults of what names webhooks, in place: a configuration's webhooks
-    (:func:`default_configuration`), a CRD's ``spec.conversion`` (``strategy: None``)."""
-    r = rtype.resource
-    if r.group == "apiextensions.k8s.io" and r.plural == "customresourcedefinitions":
-        spec = obj.get("spec")
-        if isinstance(spec, dict) and spec.get("conversion") is None:
-            spec["conversion"] = {"strategy": "None"}
-    elif is_webhook_configuration(rtype):
-        default_configuration(rtype, obj)
-    for config in _client_configs(rtype, obj):
-        if isinstance(config.get("service"), dict):
-            config["service"].setdefault("port", 443)
+def register_strategies(table: StrategyTable) -> None:
+    """Register both kinds of webhook configuration in ``table``."""
+    table.register(GROUP, MUTATING, WebhookConfigurationStrategy(mutating=True))
+    table.register(GROUP, VALIDATING, WebhookConfigurationStrategy(mutating=False))
 
 
-def default_configuration(rtype: ResourceType, obj: Obj) -> None:
+def default_configuration(obj: Obj, *, mutating: bool) -> None:
     """The v1 defaults of every webhook of a configuration, in place."""
-    mutating = _is_mutating(rtype)
     for hook in obj.get("webhooks") or ():
         if not isinstance(hook, dict):
             continue
@@ -136,9 +121,8 @@ def _not_supported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
 
 
 
-def configuration_errors(rtype: ResourceType, obj: Obj) -> list[Cause]:
+def configuration_errors(obj: Obj, *, mutating: bool) -> list[Cause]:
     """Why kube-apiserver would refuse this configuration (422), beyond its metadata."""
-    mutating = _is_mutating(rtype)
     causes: list[Cause] = []
     names: set[str] = set()
     for i, hook in enumerate(obj.get("webhooks") or ()):
@@ -322,13 +306,15 @@ class RuleWithOperations:
     scope: str
 
     def matches(self, operation: str, group: str, version: str, resource: str,
-                subresource: str, namespace: str) -> bool:
+                subresource: str, namespaced: bool) -> bool:
         """``rules.Matcher``: scope, operation, group, version, then resource/subresource
-        (``*`` is every resource but no subresource; ``x/*`` is x and its subresources)."""
-        is_namespace = group == "" and resource == "namespaces"
-        if self.scope == "Namespaced" and (is_namespace or not namespace):
+        (``*`` is every resource but no subresource; ``x/*`` is x and its subresources).
+
+        ``namespaced``: the request is on an object in a namespace (a Namespace itself
+        is not in one)."""
+        if self.scope == "Namespaced" and not namespaced:
             return False
-        if self.scope == "Cluster" and not (is_namespace or not namespace):
+        if self.scope == "Cluster" and namespaced:
             return False
         if not ({"*", operation} & set(self.operations) and {"*", group} & set(self.groups)
                 and {"*", version} & set(self.versions)):

@@ -29,7 +29,7 @@ import copy
 from typing import Any
 
 from ..machinery.resources import Registry
-from ..registry.generic_store import Storage, table_key
+from ..registry.generic_store import Storage
 from .cleanup import delete_if_present
 from .namespace_conditions import Remaining, updated_conditions
 
@@ -95,7 +95,7 @@ class NamespaceController:
             if not r.namespaced or (r.group, r.plural) in seen:
                 continue
             seen.add((r.group, r.plural))
-            table = self.storage.tables.get(table_key(rtype))
+            table = self.storage.tables.get(self.storage.table_key(rtype))
             if table is None:
                 continue
             for (ns, _), item in table.objects.items():

@@ -1,1 +1,2 @@
-"""The generic store and the kinds' strategies it applies (k8s.io/apiserver/pkg/registry)."""
+"""The kinds' strategies, their table, and the generic store that applies them
+(k8s.io/apiserver/pkg/registry)."""

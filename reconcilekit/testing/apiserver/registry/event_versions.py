@@ -20,25 +20,14 @@ what kube-apiserver gives.
 from __future__ import annotations
 
 import datetime
-import functools
 from typing import Any
 
-from ..machinery.builtin_kinds import builtin_api
 from ..machinery.resources import ResourceType
 from ..machinery.unstructured import Obj
 
-__all__ = ["EVENTS_GROUP_VERSION", "core_events", "is_event", "shape", "to_core",
-           "to_events_v1"]
+__all__ = ["EVENTS_GROUP_VERSION", "is_event", "shape", "to_core", "to_events_v1"]
 
 EVENTS_GROUP_VERSION = "events.k8s.io/v1"
-
-
-@functools.cache
-def core_events() -> ResourceType:
-    """The core/v1 Event type, which stores the Events of both groups (read from the
-    captured discovery on first use)."""
-    return next(t for t in builtin_api().types
-                if (t.resource.group, t.resource.plural) == ("", "events"))
 
 # core name -> events.k8s.io/v1 name
 _RENAMED = {"message": "note", "involvedObject": "regarding",

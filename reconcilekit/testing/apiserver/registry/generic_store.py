@@ -39,8 +39,7 @@ from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import timestamp
 from ..patching.field_ownership import FieldOwnership
 from ..storage.versioned_store import ObjKey, Table, TableKey, VersionedStore
-from .event_versions import core_events, is_event
-from .strategies import graceful_period, prepare_for_create, prepare_for_update
+from .strategy import StrategyTable
 from .update_rules import (
     check_finalizers,
     merge_update,
@@ -49,7 +48,7 @@ from .update_rules import (
     storage_key,
 )
 
-__all__ = ["Storage", "Superseded", "table_key"]
+__all__ = ["Storage", "Superseded"]
 
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                 "generation", "selfLink")
@@ -66,10 +65,13 @@ def _seconds(stamp: str) -> float:
 
 
 class Storage(VersionedStore):
-    """All objects of the server, with the registry's rules for writing them."""
+    """All objects of the server, with the registry's rules for writing them and each
+    kind's strategy (``strategies``) applied."""
 
-    def __init__(self, *, history_limit: int = 10_000, now: Callable[[], float]) -> None:
+    def __init__(self, *, strategies: StrategyTable, history_limit: int = 10_000,
+                 now: Callable[[], float]) -> None:
         super().__init__(history_limit=history_limit)
+        self.strategies = strategies
         self.now = now
         self.owners: dict[str, set[tuple[TableKey, ObjKey]]] = {}
         self._ownership: dict[ResourceType, FieldOwnership] = {}
@@ -84,8 +86,15 @@ class Storage(VersionedStore):
     # -- tables ---------------------------------------------------------------
 
     def table(self, rtype: ResourceType) -> Table:
-        """The table of ``rtype`` (events.k8s.io Events share the core one)."""
-        return self.table_at(table_key(rtype), core_events() if is_event(rtype) else rtype)
+        """The table of ``rtype``: its strategy's storage type's (events.k8s.io Events
+        share the core one)."""
+        return self.table_at(self.table_key(rtype),
+                             self.strategies.of(rtype).storage_type(rtype))
+
+    def table_key(self, rtype: ResourceType) -> TableKey:
+        """Where ``rtype``'s objects are stored: (group, plural) of its storage type."""
+        stored = self.strategies.of(rtype).storage_type(rtype)
+        return (stored.resource.group, stored.resource.plural)
 
     # -- reads ----------------------------------------------------------------
 
@@ -182,7 +191,7 @@ class Storage(VersionedStore):
         # belongs to no manager
         managed = managed_fields if managed_fields is not None else (
             self.ownership(rtype).updated(None, obj, manager, None, self.now()))
-        prepare_for_create(rtype, obj, table.objects.values())
+        self.strategies.of(rtype).prepare_for_create(rtype, obj, table.objects.values())
         meta["managedFields"] = managed
         return obj
 
@@ -253,7 +262,7 @@ class Storage(VersionedStore):
                 "AdditionalErrorMsg: Precondition failed: UID in "
                 f"precondition: {uid}, UID in object meta: {meta['uid']}", res.group)
         result = merge_update(rtype, old, new, subresource)
-        prepare_for_update(rtype, old, result, subresource)
+        self.strategies.of(rtype).prepare_for_update(old, result, subresource)
         if check is not None:
             check(old, result)
         check_finalizers(rtype, old, result)
@@ -321,7 +330,7 @@ class Storage(VersionedStore):
         """Delete or start deleting; returns (the answer's object, whether it is gone now).
 
         ``grace_period`` is DeleteOptions.gracePeriodSeconds (None: not given);
-        what it means for the kind is :func:`graceful_period`'s to say.
+        what it means for the kind is its strategy's ``graceful_period`` to say.
         ``propagation_finalizer`` (``orphan`` or ``foregroundDeletion``) is
         added to an object not yet being deleted, as kube-apiserver does for
         those propagation policies; the garbage collector removes it.
@@ -346,9 +355,10 @@ class Storage(VersionedStore):
             old = copy.deepcopy(old)
             meta = old["metadata"]
             meta["finalizers"] = [*(meta.get("finalizers") or ()), propagation_finalizer]
+        strategy = self.strategies.of(table.rtype)
         # the first DELETE of a namespace only starts its lifecycle, whatever its spec
         held = bool(meta.get("finalizers")) or self._blocks_delete(table, old) or (
-            _is_namespace(table) and not meta.get("deletionTimestamp"))
+            strategy.lifecycle_deletion and not meta.get("deletionTimestamp"))
         now = self.now()
         if meta.get("deletionTimestamp"):
             pending = meta.get("deletionGracePeriodSeconds") or 0
@@ -360,7 +370,7 @@ class Storage(VersionedStore):
                 when = _seconds(meta["deletionTimestamp"]) - pending + shorter
                 return self._mark_deleting(table, old, when, shorter, held, dry_run)
             return self._remove_now(table, old, None, dry_run), True
-        period = graceful_period(rtype, old, grace_period)
+        period = strategy.graceful_period(old, grace_period)
         if period or held:
             return self._mark_deleting(table, old, now + (period or 0), period or 0, held,
                                        dry_run, first=True)
@@ -377,10 +387,7 @@ class Storage(VersionedStore):
         rmeta = result["metadata"]
         rmeta["deletionTimestamp"] = timestamp(when)
         rtype = table.rtype
-        if _is_namespace(table):  # namespace storage's Delete: no grace period
-            result["status"] = dict(result.get("status") or {}, phase="Terminating")
-        else:
-            rmeta["deletionGracePeriodSeconds"] = grace
+        self.strategies.of(rtype).mark_deleting(result, grace)
         if first and rtype.generation:
             rmeta["generation"] = rmeta.get("generation", 0) + 1
         if dry_run:
@@ -406,12 +413,9 @@ class Storage(VersionedStore):
                                         deletionGracePeriodSeconds=0))
 
     def _blocks_delete(self, table: Table, obj: dict[str, Any]) -> bool:
-        """Whether removal waits for a lifecycle step: a namespace's ``spec.finalizers``
-        (``kubernetes``, the namespace controller's), a CRD's cleanup."""
-        r = table.rtype.resource
-        if _is_namespace(table):
-            return bool((obj.get("spec") or {}).get("finalizers"))
-        return (r.group, r.plural) == ("apiextensions.k8s.io", "customresourcedefinitions")
+        """Whether removal waits for a lifecycle step (a namespace's ``spec.finalizers``,
+        a CRD's cleanup): the kind's strategy says."""
+        return self.strategies.of(table.rtype).blocks_delete(obj)
 
     def _remove(self, table: Table, key: ObjKey, last: dict[str, Any]) -> None:
         old = table.objects.pop(key)
@@ -473,18 +477,6 @@ class Storage(VersionedStore):
             del new["metadata"]["ownerReferences"]
         self.update(table.rtype, meta.get("namespace", ""), meta["name"], new,
                     subresource=None, manager="garbage-collector", check_rv=False)
-
-
-def table_key(rtype: ResourceType) -> TableKey:
-    """Where ``rtype``'s objects are stored: (group, plural), the core one for Events."""
-    if is_event(rtype):
-        return ("", "events")
-    return (rtype.resource.group, rtype.resource.plural)
-
-
-def _is_namespace(table: Table) -> bool:
-    r = table.rtype.resource
-    return (r.group, r.plural) == ("", "namespaces")
 
 
 def _owner_uids(obj: dict[str, Any] | None) -> Iterable[str]:

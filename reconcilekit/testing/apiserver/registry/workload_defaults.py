@@ -29,16 +29,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..machinery.resources import ResourceType
 from ..machinery.unstructured import Obj
-from .pod_defaults import default_pod, default_pod_spec
+from .pod_defaults import default_pod_spec
 
-__all__ = ["default_builtin"]
+__all__ = ["default_cronjob", "default_daemonset", "default_deployment", "default_job",
+           "default_namespace", "default_pod_template", "default_replicaset",
+           "default_replication_controller", "default_service", "default_statefulset",
+           "spec_of"]
 
 
 def _dict(parent: Obj, key: str) -> Obj | None:
     value = parent.get(key)
     return value if isinstance(value, dict) else None
+
+
+def spec_of(obj: Obj) -> Obj | None:
+    """``obj["spec"]`` if it is an object (the defaults below are of a spec)."""
+    return _dict(obj, "spec")
 
 
 def _template(holder: Obj | None, *, restart_policy: bool = True) -> None:
@@ -70,14 +77,20 @@ def _rolling(spec: Obj, key: str, rolling: dict[str, Any]) -> None:
                 update.setdefault(name, value)
 
 
-def _deployment(spec: Obj) -> None:
+def default_pod_template(obj: Obj) -> None:
+    """A PodTemplate's defaults: its template's."""
+    _template(obj)
+
+
+def default_deployment(spec: Obj) -> None:
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
     _rolling(spec, "strategy", {"maxSurge": "25%", "maxUnavailable": "25%"})
+    _template(spec)
 
 
-def _statefulset(spec: Obj) -> None:
+def default_statefulset(spec: Obj) -> None:
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("podManagementPolicy", "OrderedReady")
@@ -87,14 +100,21 @@ def _statefulset(spec: Obj) -> None:
     if isinstance(policy, dict):
         policy.setdefault("whenDeleted", "Retain")
         policy.setdefault("whenScaled", "Retain")
+    _template(spec)
 
 
-def _daemonset(spec: Obj) -> None:
+def default_daemonset(spec: Obj) -> None:
     spec.setdefault("revisionHistoryLimit", 10)
     _rolling(spec, "updateStrategy", {"maxSurge": 0, "maxUnavailable": 1})
+    _template(spec)
 
 
-def _replication_controller(obj: Obj, spec: Obj) -> None:
+def default_replicaset(spec: Obj) -> None:
+    spec.setdefault("replicas", 1)
+    _template(spec)
+
+
+def default_replication_controller(obj: Obj, spec: Obj) -> None:
     spec.setdefault("replicas", 1)
     template = _dict(spec, "template")
     labels = ((template or {}).get("metadata") or {}).get("labels")
@@ -103,17 +123,19 @@ def _replication_controller(obj: Obj, spec: Obj) -> None:
             spec["selector"] = dict(labels)
         if not obj["metadata"].get("labels"):
             obj["metadata"]["labels"] = dict(labels)
+    _template(spec)
 
 
-def _job(spec: Obj) -> None:
+def default_job(spec: Obj) -> None:
     spec.setdefault("completions", 1)
     spec.setdefault("parallelism", 1)
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
+    _template(spec, restart_policy=False)
 
 
-def _cronjob(spec: Obj) -> None:
+def default_cronjob(spec: Obj) -> None:
     spec.setdefault("concurrencyPolicy", "Allow")
     spec.setdefault("suspend", False)
     spec.setdefault("successfulJobsHistoryLimit", 3)
@@ -124,9 +146,10 @@ def _cronjob(spec: Obj) -> None:
         if isinstance(meta, dict):
             meta.setdefault("creationTimestamp", None)
         _template(_dict(job_template, "spec"), restart_policy=False)
+    _template(spec)
 
 
-def _service(spec: Obj) -> None:
+def default_service(spec: Obj) -> None:
     kind = spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
     if kind != "ExternalName":
@@ -140,49 +163,7 @@ def _service(spec: Obj) -> None:
                 port["targetPort"] = port["port"]
 
 
-def default_builtin(rtype: ResourceType, obj: Obj) -> None:
-    """The kind's defaulting (``SetDefaults_*``), in place; nothing for other kinds."""
-    r = rtype.resource
-    if not rtype.builtin:
-        return
-    if (r.group, r.plural) == ("", "pods"):
-        default_pod(obj)
-        return
-    if (r.group, r.plural) == ("", "namespaces"):
-        _namespace(obj)
-        return
-    spec = _dict(obj, "spec")
-    if (r.group, r.plural) == ("", "podtemplates"):
-        _template(obj)
-        return
-    if spec is None:
-        return
-    match r.group, r.plural:
-        case ("apps", "deployments"):
-            _deployment(spec)
-        case ("apps", "statefulsets"):
-            _statefulset(spec)
-        case ("apps", "daemonsets"):
-            _daemonset(spec)
-        case ("apps", "replicasets"):
-            spec.setdefault("replicas", 1)
-        case ("", "replicationcontrollers"):
-            _replication_controller(obj, spec)
-        case ("batch", "jobs"):
-            _job(spec)
-            _template(spec, restart_policy=False)
-            return
-        case ("batch", "cronjobs"):
-            _cronjob(spec)
-        case ("", "services"):
-            _service(spec)
-            return
-        case _:
-            return
-    _template(spec)
-
-
-def _namespace(obj: Obj) -> None:
+def default_namespace(obj: Obj) -> None:
     """``SetDefaults_Namespace``: the ``kubernetes.io/metadata.name`` label, when the name is
     known (with ``generateName`` the strategy's Canonicalize adds it once it is)."""
     meta = _dict(obj, "metadata")

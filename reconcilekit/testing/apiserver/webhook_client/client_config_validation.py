@@ -1,4 +1,5 @@
-"""The validation of where a webhook is called, shared by admission and CRD conversion.
+"""Where a webhook is called: its decoding, defaults and validation, shared by admission
+and CRD conversion.
 
 k8s.io/apiserver's ``util/webhook`` validation: a ``WebhookClientConfig``
 (``ValidateWebhookURL``, ``ValidateWebhookService``) and the review versions
@@ -11,11 +12,13 @@ import re
 import urllib.parse
 from typing import Any
 
+from ..machinery.decoding import go_base64_decode
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import dns_subdomain_errors, invalid, invalid_slice, required
 
-__all__ = ["client_config_errors", "review_version_errors"]
+__all__ = ["check_ca_bundle", "client_config_errors", "default_client_config",
+           "review_version_errors"]
 
 _REVIEW_VERSIONS = ("v1", "v1beta1")
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -23,6 +26,19 @@ _DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric charac
                 "start with an alphabetic character, and end with an alphanumeric character "
                 "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
                 "'[a-z]([-a-z0-9]*[a-z0-9])?')")
+
+
+def check_ca_bundle(config: Obj) -> None:
+    """Decode a ``WebhookClientConfig``'s ``caBundle`` as Go's []byte (raises
+    :class:`~..machinery.status.DecodeError`)."""
+    if isinstance(config.get("caBundle"), str):
+        go_base64_decode(config["caBundle"])
+
+
+def default_client_config(config: Obj) -> None:
+    """The v1 default of a ``WebhookClientConfig``, in place: a service's ``port: 443``."""
+    if isinstance(config.get("service"), dict):
+        config["service"].setdefault("port", 443)
 
 
 def client_config_errors(config: Any, path: str, *, url_field: str) -> list[Cause]:

@@ -9,7 +9,7 @@ from ...machinery.request_info import ResourceRequest
 from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.unstructured import Obj
 from .write_options import DeleteOptions
-from .write_path import WritePath, is_namespace
+from .write_path import WritePath
 
 __all__ = ["delete", "delete_collection"]
 
@@ -45,7 +45,7 @@ async def delete(path: WritePath, req: ResourceRequest, options: DeleteOptions, 
     obj, gone = _delete(path, req, options, dry_run=False)
     if not gone:
         path.lifecycle.deletion_started(req.rtype, obj)
-        if not is_namespace(req.rtype):  # a namespace's answer precedes its controller
+        if not path.strategy(req).lifecycle_deletion:  # the answer precedes the lifecycle
             obj = table.objects.get((ns, req.name), obj)
     return await path.shown(req, obj), gone
 

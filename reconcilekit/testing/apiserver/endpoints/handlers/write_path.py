@@ -20,37 +20,19 @@ import orjson
 
 from ....._foundations.go_compat import go_quote
 from ...admission.chain import Admission, Attributes
-from ...admission.webhook_configurations import (
-    check_ca_bundles,
-    configuration_errors,
-    default_webhooks,
-    is_webhook_configuration,
-)
-from ...apiextensions.definitions import validate_crd
 from ...apiextensions.version_conversion import Converter
 from ...controllers.builtin_controllers import Lifecycle
 from ...machinery.decoding import decode, normalize_microtimes
 from ...machinery.request_info import ResourceRequest
 from ...machinery.request_user import RequestUser
-from ...machinery.resources import ResourceType
-from ...machinery.status import Cause, DecodeError, StatusError
+from ...machinery.status import DecodeError, StatusError
 from ...machinery.unstructured import Obj, json_type
-from ...machinery.validation import (
-    STANDARD_FINALIZERS,
-    invalid,
-    qualified_name_errors,
-    validate_object_meta,
-)
-from ...registry.event_versions import core_events, is_event
+from ...machinery.validation import invalid
 from ...registry.generic_store import Storage, Superseded
-from ...registry.pod_defaults import admit_pod
-from ...registry.strategies import validate as validate_kind
-from ...registry.strategies import validate_update
-from ...registry.workload_defaults import default_builtin
+from ...registry.strategy import Strategy
 from .write_options import WriteOptions
 
-__all__ = ["Change", "WritePath", "dedup_owner_references", "is_namespace", "is_pod", "name_of",
-           "short"]
+__all__ = ["Change", "WritePath", "dedup_owner_references", "name_of", "short"]
 
 # What an update makes of the stored object (in the request's version): the new object,
 # and the managed fields to give it (an apply's) or None.
@@ -66,6 +48,10 @@ class WritePath:
         self.lifecycle = lifecycle
         self.admission = admission
         self.converter = converter
+
+    def strategy(self, req: ResourceRequest) -> Strategy:
+        """The strategy of the request's kind."""
+        return self.storage.strategies.of(req.rtype)
 
     def check_body(self, req: ResourceRequest, body: Obj, *, patched: bool = False,
                    options: WriteOptions | None = None, default: bool = True,
@@ -113,14 +99,13 @@ class WritePath:
         try:
             decoded = decode(req.rtype, body, paths, sort=patched)
             normalize_microtimes(req.rtype, decoded)
-            check_ca_bundles(req.rtype, decoded)
+            self.strategy(req).check_encoding(decoded)
         except DecodeError as err:
             raise self._undecodable(req, body, patched, str(err)) from None
         if applied and paths:
             raise _undeclared(req, decoded, paths[0])
         if default:
-            default_builtin(req.rtype, decoded)
-            default_webhooks(req.rtype, decoded)
+            self.strategy(req).default(decoded)
         schema = req.rtype.schema
         if schema is not None:
             paths.extend(schema.decode(decoded, default=default))
@@ -143,23 +128,18 @@ class WritePath:
                                        f"cannot be handled as a {r.kind}: {why}")
 
     def validate(self, req: ResourceRequest, obj: Obj, old: Obj | None = None) -> None:
-        """The kind's validation, and its update rules when ``old`` is given (422 Invalid)."""
+        """The kind's validation (its strategy's, then a custom resource's schema's), and
+        its update rules when ``old`` is given (422 Invalid)."""
         rtype = req.rtype
-        r = rtype.resource
-        causes = validate_object_meta(obj["metadata"],
-                                      label_name=r.group == "" and r.plural == "namespaces",
-                                      core=rtype.builtin and r.group != "apiextensions.k8s.io")
-        if r.group == "apiextensions.k8s.io" and r.plural == "customresourcedefinitions":
-            causes.extend(validate_crd(obj))
-        causes.extend(validate_kind(rtype, obj, req.namespace or "", old))
-        if is_webhook_configuration(rtype):
-            causes.extend(configuration_errors(rtype, obj))
-        if old is not None:
-            causes.extend(validate_update(rtype, old, obj))
+        strategy = self.strategy(req)
+        namespace = req.namespace or ""
+        causes = strategy.validate_metadata(obj["metadata"])
+        causes.extend(strategy.validate(obj, namespace) if old is None else
+                      strategy.validate_update(obj, old, namespace))
         if rtype.schema is not None:
             causes.extend(rtype.schema.validate(obj, old))
-        if causes:  # an Event is validated as the core kind, whichever group served it
-            shown = core_events() if is_event(rtype) else rtype
+        if causes:
+            shown = strategy.reported_type(rtype)
             raise StatusError.invalid(shown.qualified_kind(), obj["metadata"].get("name", ""),
                                       causes, shown.resource.group)
 
@@ -182,14 +162,8 @@ class WritePath:
         return lambda old, new: self.validate(req, new, old)
 
     def _check_finalize(self, req: ResourceRequest, new: Obj) -> None:
-        """``namespaces/finalize``: ValidateNamespaceFinalizeUpdate's rules on the finalizers."""
-        causes: list[Cause] = []
-        for i, finalizer in enumerate((new.get("spec") or {}).get("finalizers") or ()):
-            causes.extend(invalid(f"spec.finalizers[{i}]", finalizer, m)
-                          for m in qualified_name_errors(str(finalizer)))
-            if "/" not in str(finalizer) and finalizer not in STANDARD_FINALIZERS:
-                causes.append(invalid(f"spec.finalizers[{i}]", finalizer, "name is neither a "
-                                      "standard finalizer name nor is it fully qualified"))
+        """A ``finalize`` subresource write: the strategy's rules on it."""
+        causes = self.strategy(req).validate_finalize(new)
         if causes:
             raise StatusError.invalid(req.rtype.qualified_kind(), new["metadata"]["name"],
                                       causes)
@@ -237,7 +211,7 @@ class WritePath:
                                                managed_fields=managed_fields)
         attrs.obj = prepared
         attrs.name = meta["name"]
-        if is_namespace(req.rtype):
+        if self.strategy(req).own_namespace:
             attrs.namespace = attrs.name
         await self.admission.validate(attrs)
         if attrs.patched:
@@ -284,7 +258,7 @@ class WritePath:
                    old: Obj | None, dry_run: bool, options: Obj, user: RequestUser,
                    warnings: list[str]) -> Attributes:
         name = req.name or ((obj or {}).get("metadata") or {}).get("name") or ""
-        namespace = name if is_namespace(req.rtype) else req.namespace or ""
+        namespace = name if self.strategy(req).own_namespace else req.namespace or ""
         return Attributes(operation, req.rtype, namespace, name, req.subresource or "", obj,
                           old, dry_run, options, user, warnings)
 
@@ -307,13 +281,11 @@ class WritePath:
         if req.rtype.schema is not None:
             req.rtype.schema.default(obj)
         else:
-            default_builtin(req.rtype, obj)
-            default_webhooks(req.rtype, obj)
+            self.strategy(req).default(obj)
 
     def admit(self, req: ResourceRequest, obj: Obj) -> None:
-        """The mutating admission plugins of a create (Pods: service account and the rest)."""
-        if is_pod(req.rtype):
-            admit_pod(obj, req.namespace or "", self.service_account)
+        """The built-in mutating admission plugins of a create (the strategy's)."""
+        self.strategy(req).admit(obj, req.namespace or "", self.service_account)
 
     def service_account(self, namespace: str, name: str) -> Obj | None:
         table = self.storage.tables.get(("", "serviceaccounts"))
@@ -327,14 +299,6 @@ def _undeclared(req: ResourceRequest, obj: Obj, path: str) -> StatusError:
     where = f"{meta.get('namespace') or ''}/{meta.get('name') or req.name}"
     return StatusError(500, "", f"failed to create typed patch object ({where}; {r.group}/"
                        f"{r.version}, Kind={r.kind}): .{path}: field not declared in schema")
-
-
-def is_pod(rtype: ResourceType) -> bool:
-    return rtype.builtin and rtype.resource.group == "" and rtype.resource.plural == "pods"
-
-
-def is_namespace(rtype: ResourceType) -> bool:
-    return rtype.builtin and rtype.resource.group == "" and rtype.resource.plural == "namespaces"
 
 
 def dedup_owner_references(meta: Obj) -> None:

@@ -1,55 +1,27 @@
-"""What kube-apiserver does per kind, for the built-in kinds the test server serves.
+"""The validation of the core kinds with rules of their own (``pkg/apis/core/validation``).
 
-After decoding a body into the kind's Go type (:mod:`..machinery.decoding`),
-kube-apiserver runs the kind's strategy
-(``pkg/registry/<group>/<kind>/strategy.go``): PrepareForCreate and
-PrepareForUpdate, Validate and ValidateUpdate (``pkg/apis/core/validation``),
-and for Pods CheckGracefulDelete. This module is those steps:
-
-* :func:`prepare_for_create` / :func:`prepare_for_update`: server-set status,
-  the Namespace's ``kubernetes.io/metadata.name`` label and ``spec.finalizers``
-  (changed only through ``namespaces/finalize``), Events shaped as stored
-  (:mod:`.event_versions`);
-* :func:`validate` / :func:`validate_update`: ConfigMap and Secret keys, sizes
-  and ``immutable``; Secret types; Lease spec; Pod containers and the few Pod
-  spec fields an update may change; Events of either group
-  (:mod:`.event_validation`);
-* :func:`graceful_period`: a Pod bound to a node is deleted gracefully.
-
-ValidatingWebhookConfigurations and MutatingWebhookConfigurations are validated
-by :mod:`..admission.webhook_configurations`, CRDs by :mod:`..apiextensions.definitions`, both
-called by the write path beside this module's :func:`validate`.
-
-The workload kinds' and Services' steps are :mod:`.workload_strategies`'.
-Everything else about these kinds (most of Pod validation, an events.k8s.io
-Event's immutable fields) is not done.
+ConfigMap and Secret keys, sizes and ``immutable``; Secret types; Lease
+spec; Pod containers and the few Pod spec fields an update may change. Each
+function returns the causes of a 422 Invalid (metadata is checked apart);
+the kinds' strategies (:mod:`.core_strategies`) call them. Everything else of
+these kinds' validation (most of a Pod's) is not done.
 """
 
 from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import config_key_errors, dns_label_errors, invalid
-from .event_validation import validate_event
-from .event_versions import is_event, shape, to_core
-from .pod_defaults import qos_class
-from .workload_strategies import (
-    prepare_workload,
-    prepare_workload_update,
-    validate_workload,
-    validate_workload_update,
-)
 
-__all__ = ["graceful_period", "prepare_for_create", "prepare_for_update", "validate",
-           "validate_update"]
+__all__ = ["immutable_when_set", "validate_configmap", "validate_lease", "validate_pod_spec",
+           "validate_pod_update", "validate_secret"]
 
 MAX_SECRET_SIZE = 1024 * 1024  # core.MaxSecretSize, also the ConfigMap limit
 _IMMUTABLE = "Forbidden: field is immutable when `immutable` is set"
@@ -66,97 +38,8 @@ _SECRET_REQUIRED_KEYS = {
 }
 
 
-def _kind(rtype: ResourceType) -> tuple[str, str]:
-    return rtype.resource.group, rtype.resource.plural
-
-
-# -- prepare ----------------------------------------------------------------------------
-
-
-def prepare_for_create(rtype: ResourceType, obj: Obj, existing: Iterable[Obj] = ()) -> None:
-    """What the kinds' PrepareForCreate set: status a create may not set, server labels
-    (``existing``: the kind's stored objects, for what is allocated among them)."""
-    match _kind(rtype):
-        case ("", "namespaces"):
-            obj["spec"] = {"finalizers": ["kubernetes"]}
-            obj["status"] = {"phase": "Active"}
-            _label_namespace(obj)
-        case ("", "pods"):
-            obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
-        case _ if rtype.status_subresource:
-            obj.pop("status", None)
-        case _ if is_event(rtype):
-            shape(obj)
-    if rtype.builtin:
-        prepare_workload(rtype, obj, existing)
-
-
-def prepare_for_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | None = None
-                       ) -> None:
-    """What the kinds' PrepareForUpdate keep: a Namespace's ``spec.finalizers`` change
-    only through ``namespaces/finalize``."""
-    if is_event(rtype):
-        shape(new)
-    if _kind(rtype) == ("", "namespaces"):
-        _label_namespace(new)
-        if subresource != "finalize":
-            finalizers = (old.get("spec") or {}).get("finalizers")
-            spec = new.get("spec")
-            spec = spec if isinstance(spec, dict) else {}
-            new["spec"] = dict(spec, finalizers=finalizers) if finalizers else {
-                k: v for k, v in spec.items() if k != "finalizers"}
-    if rtype.builtin:
-        prepare_workload_update(rtype, old, new)
-
-
-def _label_namespace(obj: Obj) -> None:
-    meta = obj["metadata"]
-    meta["labels"] = dict(meta.get("labels") or {},
-                          **{"kubernetes.io/metadata.name": meta["name"]})
-
-
-# -- validation ---------------------------------------------------------------------------
-
-
-def validate(rtype: ResourceType, obj: Obj, namespace: str, old: Obj | None = None
-             ) -> list[Cause]:
-    """The kind's Validate (ValidateUpdate's own rules, for an update of ``old``): causes
-    of a 422 Invalid (metadata is checked elsewhere)."""
-    match _kind(rtype):
-        case ("", "configmaps"):
-            return _validate_configmap(obj)
-        case ("", "secrets"):
-            return _validate_secret(obj)
-        case ("", "pods"):
-            return _validate_pod_spec(obj.get("spec"))
-        case ("", "events"):
-            return validate_event(obj, namespace, strict=False)
-        case ("events.k8s.io", "events"):
-            return validate_event(to_core(copy.deepcopy(obj)), namespace, strict=True,
-                                  old=None if old is None else to_core(copy.deepcopy(old)))
-        case ("coordination.k8s.io", "leases"):
-            return _validate_lease(obj.get("spec") or {})
-    return validate_workload(rtype, obj) if rtype.builtin else []
-
-
-def validate_update(rtype: ResourceType, old: Obj, new: Obj) -> list[Cause]:
-    """The kind's ValidateUpdate beyond :func:`validate` (immutable fields)."""
-    causes: list[Cause] = []
-    match _kind(rtype):
-        case ("", "secrets"):
-            if new.get("type") != old.get("type"):
-                causes.append(invalid("type", new.get("type"), "field is immutable"))
-            causes.extend(_immutable(old, new, ("data",)))
-        case ("", "configmaps"):
-            causes.extend(_immutable(old, new, ("data", "binaryData")))
-        case ("", "pods"):
-            causes.extend(_validate_pod_update(old.get("spec") or {}, new.get("spec") or {}))
-        case _ if rtype.builtin:
-            causes.extend(validate_workload_update(rtype, old, new))
-    return causes
-
-
-def _immutable(old: Obj, new: Obj, fields: tuple[str, ...]) -> list[Cause]:
+def immutable_when_set(old: Obj, new: Obj, fields: tuple[str, ...]) -> list[Cause]:
+    """``fields`` (and ``immutable`` itself) may not change once ``old`` is immutable."""
     if old.get("immutable") is not True:
         return []
     causes = []
@@ -172,7 +55,7 @@ def _key_causes(bag: str, keys: Mapping[str, Any]) -> list[Cause]:
             for key in sorted(keys) for msg in config_key_errors(key)]
 
 
-def _validate_configmap(obj: Obj) -> list[Cause]:
+def validate_configmap(obj: Obj) -> list[Cause]:
     data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
     causes = _key_causes("data", data)
     causes.extend(invalid(f"data[{key}]", key, "duplicate of key present in binaryData")
@@ -186,7 +69,7 @@ def _validate_configmap(obj: Obj) -> list[Cause]:
     return causes
 
 
-def _validate_secret(obj: Obj) -> list[Cause]:
+def validate_secret(obj: Obj) -> list[Cause]:
     data = obj.get("data") or {}
     causes = _key_causes("data", data)
     if sum(len(base64.b64decode(v)) for v in data.values()) > MAX_SECRET_SIZE:
@@ -207,7 +90,7 @@ def _validate_secret(obj: Obj) -> list[Cause]:
     return causes
 
 
-def _validate_lease(spec: Mapping[str, Any]) -> list[Cause]:
+def validate_lease(spec: Mapping[str, Any]) -> list[Cause]:
     causes = []
     duration, transitions = spec.get("leaseDurationSeconds"), spec.get("leaseTransitions")
     if isinstance(duration, int) and duration <= 0:
@@ -218,7 +101,7 @@ def _validate_lease(spec: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _validate_pod_spec(spec: Any) -> list[Cause]:
+def validate_pod_spec(spec: Any) -> list[Cause]:
     """The container rules of ValidatePodSpec: present, named uniquely, with an image."""
     spec = spec if isinstance(spec, Mapping) else {}
     causes = []
@@ -244,11 +127,11 @@ def _validate_pod_spec(spec: Any) -> list[Cause]:
     return causes
 
 
-def _validate_pod_update(old: Obj, new: Obj) -> list[Cause]:
+def validate_pod_update(old: Obj, new: Obj) -> list[Cause]:
     """ValidatePodUpdate: only images, activeDeadlineSeconds (down), tolerations (added),
     schedulingGates (removed) and terminationGracePeriodSeconds (-n to 1) may change.
 
-    :func:`validate` has checked the new spec already."""
+    :func:`validate_pod_spec` has checked the new spec already."""
     causes: list[Cause] = []
     for bag in ("containers", "initContainers"):
         if len(new.get(bag) or []) != len(old.get(bag) or []):
@@ -311,26 +194,3 @@ def _spec_diff(old: Obj, new: Obj) -> str:
             if key in new:
                 lines.append(f"+ \t{field}: {orjson.dumps(new[key]).decode()},")
     return "\n".join([*lines, "  }", ""])
-
-
-# -- deletion ----------------------------------------------------------------------------
-
-
-def graceful_period(rtype: ResourceType, obj: Obj, requested: int | None) -> int | None:
-    """Seconds a DELETE leaves the object Terminating (Pods), or None (no graceful deletion).
-
-    A Pod bound to a node waits for its kubelet: the requested period, else
-    ``spec.terminationGracePeriodSeconds`` (default 30). An unbound or finished
-    Pod goes at once (0). A negative period counts as 1, as kube-apiserver has it.
-    """
-    if _kind(rtype) != ("", "pods"):
-        return None
-    spec = obj.get("spec") or {}
-    period = requested if requested is not None else spec.get(
-        "terminationGracePeriodSeconds", 30)
-    if not isinstance(period, int):
-        period = 30
-    if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in (
-            "Failed", "Succeeded"):
-        return 0
-    return 1 if period < 0 else period

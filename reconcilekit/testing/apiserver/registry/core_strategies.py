@@ -1,0 +1,205 @@
+"""The strategies of the core kinds with rules of their own, as kube-apiserver 1.28 has them.
+
+* Namespace: the ``kubernetes.io/metadata.name`` label, ``spec.finalizers``
+  (``kubernetes`` when created, changed only through ``namespaces/finalize``),
+  ``status.phase``; a DELETE starts its lifecycle (``Terminating``, no grace
+  period), which its finalizers hold until the namespace controller is done.
+* Pod: defaults and the admission plugins that change a created Pod
+  (:mod:`.pod_defaults`), the status a create stores, container validation,
+  the few spec fields an update may change, graceful deletion of a Pod bound
+  to a node.
+* ConfigMap, Secret, Lease: :mod:`.core_validation`'s rules.
+* PodTemplate: its template's defaults.
+* Event, served by the core group and by events.k8s.io: stored as the core
+  Event (:mod:`.event_versions`), validated as one (:mod:`.event_validation`).
+
+Services are :mod:`.service_strategy`'s, the workload kinds
+:mod:`.workload_strategies`'.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Iterable
+
+from ..machinery.builtin_kinds import builtin_api
+from ..machinery.resources import ResourceType
+from ..machinery.status import Cause
+from ..machinery.unstructured import Obj
+from ..machinery.validation import STANDARD_FINALIZERS, invalid, qualified_name_errors
+from .core_validation import (
+    immutable_when_set,
+    validate_configmap,
+    validate_lease,
+    validate_pod_spec,
+    validate_pod_update,
+    validate_secret,
+)
+from .event_validation import validate_event
+from .event_versions import shape, to_core
+from .pod_defaults import admit_pod, default_pod, qos_class
+from .strategy import AccountLookup, Strategy
+from .workload_defaults import default_namespace, default_pod_template
+
+__all__ = ["ConfigMapStrategy", "EventStrategy", "LeaseStrategy", "NamespaceStrategy",
+           "PodStrategy", "PodTemplateStrategy", "SecretStrategy"]
+
+
+class NamespaceStrategy(Strategy):
+    """Namespaces: the one kind whose objects are namespaces.
+
+    Invariant: ``spec.finalizers`` changes only through ``namespaces/finalize``; the
+    name label always names the namespace.
+    """
+
+    own_namespace = True
+    lifecycle_deletion = True
+    label_names = True
+
+    def default(self, obj: Obj) -> None:
+        default_namespace(obj)
+
+    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
+                           ) -> None:
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+        _label_namespace(obj)
+
+    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
+        _label_namespace(new)
+        if subresource != "finalize":
+            finalizers = (old.get("spec") or {}).get("finalizers")
+            spec = new.get("spec")
+            spec = spec if isinstance(spec, dict) else {}
+            new["spec"] = dict(spec, finalizers=finalizers) if finalizers else {
+                k: v for k, v in spec.items() if k != "finalizers"}
+
+    def validate_finalize(self, obj: Obj) -> list[Cause]:
+        """ValidateNamespaceFinalizeUpdate's rules on the finalizers."""
+        causes: list[Cause] = []
+        for i, finalizer in enumerate((obj.get("spec") or {}).get("finalizers") or ()):
+            causes.extend(invalid(f"spec.finalizers[{i}]", finalizer, m)
+                          for m in qualified_name_errors(str(finalizer)))
+            if "/" not in str(finalizer) and finalizer not in STANDARD_FINALIZERS:
+                causes.append(invalid(f"spec.finalizers[{i}]", finalizer, "name is neither a "
+                                      "standard finalizer name nor is it fully qualified"))
+        return causes
+
+    def blocks_delete(self, obj: Obj) -> bool:
+        """``spec.finalizers`` (``kubernetes``, the namespace controller's) hold it."""
+        return bool((obj.get("spec") or {}).get("finalizers"))
+
+    def mark_deleting(self, obj: Obj, grace: int) -> None:
+        """Namespace storage's Delete: ``Terminating``, and no grace period."""
+        obj["status"] = dict(obj.get("status") or {}, phase="Terminating")
+
+
+def _label_namespace(obj: Obj) -> None:
+    meta = obj["metadata"]
+    meta["labels"] = dict(meta.get("labels") or {},
+                          **{"kubernetes.io/metadata.name": meta["name"]})
+
+
+class PodStrategy(Strategy):
+    """Pods: created ``Pending`` with their QoS class; deleted gracefully once bound."""
+
+    def default(self, obj: Obj) -> None:
+        default_pod(obj)
+
+    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
+        admit_pod(obj, namespace, accounts)
+
+    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
+                           ) -> None:
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        return validate_pod_spec(obj.get("spec"))
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        return validate_pod_update(old.get("spec") or {}, new.get("spec") or {})
+
+    def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
+        """A Pod bound to a node waits for its kubelet: the requested period, else
+        ``spec.terminationGracePeriodSeconds`` (default 30). An unbound or finished
+        Pod goes at once (0). A negative period counts as 1, as kube-apiserver has it.
+        """
+        spec = obj.get("spec") or {}
+        period = requested if requested is not None else spec.get(
+            "terminationGracePeriodSeconds", 30)
+        if not isinstance(period, int):
+            period = 30
+        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in (
+                "Failed", "Succeeded"):
+            return 0
+        return 1 if period < 0 else period
+
+
+class PodTemplateStrategy(Strategy):
+    def default(self, obj: Obj) -> None:
+        default_pod_template(obj)
+
+
+class ConfigMapStrategy(Strategy):
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        return validate_configmap(obj)
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        return immutable_when_set(old, new, ("data", "binaryData"))
+
+
+class SecretStrategy(Strategy):
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        return validate_secret(obj)
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        causes: list[Cause] = []
+        if new.get("type") != old.get("type"):
+            causes.append(invalid("type", new.get("type"), "field is immutable"))
+        return causes + immutable_when_set(old, new, ("data",))
+
+
+class LeaseStrategy(Strategy):
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        return validate_lease(obj.get("spec") or {})
+
+
+@functools.cache
+def core_events() -> ResourceType:
+    """The core/v1 Event type, which stores the Events of both groups (read from the
+    captured discovery on first use)."""
+    return next(t for t in builtin_api().types
+                if (t.resource.group, t.resource.plural) == ("", "events"))
+
+
+class EventStrategy(Strategy):
+    """Events of either group: stored, shaped and validated as the core Event; ``strict``
+    for events.k8s.io/v1, whose rules are stricter and whose update checks the old Event."""
+
+    def __init__(self, *, strict: bool) -> None:
+        self.strict = strict
+
+    def storage_type(self, rtype: ResourceType) -> ResourceType:
+        return core_events()
+
+    def reported_type(self, rtype: ResourceType) -> ResourceType:
+        return core_events()
+
+    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
+                           ) -> None:
+        shape(obj)
+
+    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
+        shape(new)
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        if not self.strict:
+            return validate_event(obj, namespace, strict=False)
+        return validate_event(to_core(copy.deepcopy(obj)), namespace, strict=True)
+
+    def validate_update(self, obj: Obj, old: Obj, namespace: str) -> list[Cause]:
+        if not self.strict:
+            return validate_event(obj, namespace, strict=False)
+        return validate_event(to_core(copy.deepcopy(obj)), namespace, strict=True,
+                              old=to_core(copy.deepcopy(old)))

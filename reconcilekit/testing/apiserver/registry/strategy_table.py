@@ -1,0 +1,56 @@
+"""The built-in kinds' strategies, registered in one :class:`~.strategy.StrategyTable`.
+
+Kinds that share a strategy in kube-apiserver share one here (the Events of
+both groups); the kinds above the registry (webhook configurations, CRDs)
+register theirs in the same table when the server is put together.
+"""
+
+from __future__ import annotations
+
+from .core_strategies import (
+    ConfigMapStrategy,
+    EventStrategy,
+    LeaseStrategy,
+    NamespaceStrategy,
+    PodStrategy,
+    PodTemplateStrategy,
+    SecretStrategy,
+)
+from .service_strategy import ServiceStrategy
+from .strategy import StrategyTable
+from .workload_strategies import (
+    CronJobStrategy,
+    DaemonSetStrategy,
+    DeploymentStrategy,
+    JobStrategy,
+    ReplicaSetStrategy,
+    ReplicationControllerStrategy,
+    StatefulSetStrategy,
+)
+
+__all__ = ["builtin_strategies"]
+
+
+def builtin_strategies() -> StrategyTable:
+    """A table of the built-in kinds' strategies (a new one each call: the server adds
+    the kinds above the registry to it)."""
+    table = StrategyTable()
+    for group, plural, strategy in (
+            ("", "namespaces", NamespaceStrategy()),
+            ("", "pods", PodStrategy()),
+            ("", "podtemplates", PodTemplateStrategy()),
+            ("", "configmaps", ConfigMapStrategy()),
+            ("", "secrets", SecretStrategy()),
+            ("", "services", ServiceStrategy()),
+            ("", "replicationcontrollers", ReplicationControllerStrategy()),
+            ("", "events", EventStrategy(strict=False)),
+            ("events.k8s.io", "events", EventStrategy(strict=True)),
+            ("coordination.k8s.io", "leases", LeaseStrategy()),
+            ("apps", "deployments", DeploymentStrategy()),
+            ("apps", "statefulsets", StatefulSetStrategy()),
+            ("apps", "daemonsets", DaemonSetStrategy()),
+            ("apps", "replicasets", ReplicaSetStrategy()),
+            ("batch", "jobs", JobStrategy()),
+            ("batch", "cronjobs", CronJobStrategy())):
+        table.register(group, plural, strategy)
+    return table
