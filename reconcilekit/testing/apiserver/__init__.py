@@ -20,8 +20,10 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
    list/watch.
 6. ``registry/``: each kind's strategy (kube-apiserver's REST strategies:
    defaults, preparation, validation, graceful deletion) in one table every
-   part asks, and the generic store that applies them (the registry's rules:
-   optimistic concurrency, graceful deletion, finalizers, owner index).
+   part asks, the generic store that applies them (the registry's rules:
+   optimistic concurrency, graceful deletion, finalizers, owner index), and
+   the registry store that runs a write (create, GuaranteedUpdate, delete),
+   with admission passed in as functions.
 7. ``webhook_client/``: calling a webhook over HTTPS (k8s.io/apiserver's
    util/webhook), and the validation of where one is called.
 8. ``apiextensions/``: CRDs: their validation, the types they serve,
@@ -31,7 +33,8 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
     server do on their own (namespace lifecycle, CRD establishing and cleanup,
     garbage collection), run right after the write that triggers them.
 11. ``endpoints/``: the HTTP front: the filter chain, the handlers of each
-    verb (the write path: create, update, patch, apply, delete), content
+    verb (create, update, patch, apply, delete: they decode the request and
+    hand the registry store its admission functions), content
     negotiation, tables, discovery and OpenAPI documents, fault injection.
 12. ``kube_apiserver.py``: :class:`APIServer`, which puts them together and serves.
 """

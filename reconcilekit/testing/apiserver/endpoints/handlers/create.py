@@ -6,8 +6,9 @@ from ...machinery.request_info import ResourceRequest
 from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.status import Cause, StatusError
 from ...machinery.unstructured import Obj
+from ...registry.registry_store import dedup_owner_references
 from .write_options import WriteOptions
-from .write_path import WritePath, dedup_owner_references
+from .write_path import WritePath
 
 __all__ = ["create"]
 

@@ -25,38 +25,21 @@ async def delete(path: WritePath, req: ResourceRequest, options: DeleteOptions, 
     kube-apiserver does.
     """
     assert req.name is not None
-    ns = req.namespace or ""
-    table = path.storage.table(req.rtype)
-    while True:
-        stored = path.storage.get(req.rtype, ns, req.name)
-        obj, gone = _delete(path, req, options, dry_run=True)
-        if obj is not stored or gone:
-            attrs = path.attributes(req, "DELETE", None, await path.shown(req, stored),
-                                    options.dry_run, options.review_options(), user,
-                                    [] if warnings is None else warnings)
-            if in_collection:
-                attrs.name = ""
-            await path.admission.mutate(attrs)
-            await path.admission.validate(attrs)
-        if options.dry_run:
-            return await path.shown(req, obj), gone
-        if table.objects.get((ns, req.name)) is stored:
-            break
-    obj, gone = _delete(path, req, options, dry_run=False)
-    if not gone:
-        path.lifecycle.deletion_started(req.rtype, obj)
-        if not path.strategy(req).lifecycle_deletion:  # the answer precedes the lifecycle
-            obj = table.objects.get((ns, req.name), obj)
-    return await path.shown(req, obj), gone
 
+    async def admit(old: Obj) -> None:
+        attrs = path.attributes(req, "DELETE", None, old, options.dry_run,
+                                options.review_options(), user,
+                                [] if warnings is None else warnings)
+        if in_collection:
+            attrs.name = ""
+        await path.admission.mutate(attrs)
+        await path.admission.validate(attrs)
 
-def _delete(path: WritePath, req: ResourceRequest, options: DeleteOptions, *,
-            dry_run: bool) -> tuple[Obj, bool]:
-    assert req.name is not None
-    return path.storage.delete(req.rtype, req.namespace or "", req.name, uid=options.uid,
-                               resource_version=options.resource_version,
-                               propagation_finalizer=options.finalizer,
-                               grace_period=options.grace_period, dry_run=dry_run)
+    return await path.store.delete(
+        req.rtype, req.namespace or "", req.name, uid=options.uid,
+        resource_version=options.resource_version, propagation_finalizer=options.finalizer,
+        grace_period=options.grace_period, dry_run=options.dry_run, admission=admit,
+        versions=path.versions(req))
 
 
 async def delete_collection(path: WritePath, req: ResourceRequest,

@@ -14,8 +14,9 @@ from ...machinery.status import StatusError
 from ...machinery.unstructured import Obj, json_type
 from ...patching.json_patch import PatchError, json_patch, merge_patch
 from ...patching.strategic_merge import patch_schema_for, strategic_merge_patch
+from ...registry.registry_store import dedup_owner_references
 from .write_options import WriteOptions
-from .write_path import WritePath, dedup_owner_references
+from .write_path import WritePath
 
 __all__ = ["patch"]
 

@@ -1,20 +1,16 @@
-"""The path every write takes, shared by the verbs (:mod:`.create`, :mod:`.update`,
-:mod:`.patch`, :mod:`.delete`): decoding a body into its kind, validation, admission
-(mutating webhooks, validation, validating webhooks: :mod:`...admission.chain`), and
-storage at the resource's storage version, answering in the request's version
-(:mod:`...apiextensions.version_conversion`).
-
-A change to a stored object is prepared from it, admitted (which awaits
-webhooks) and committed only if the object is still the one it was prepared
-from; otherwise it starts over from the new one, as kube-apiserver's
-GuaranteedUpdate does (:meth:`WritePath.guaranteed_update`).
+"""What the verbs (:mod:`.create`, :mod:`.update`, :mod:`.patch`, :mod:`.delete`) share
+before the registry: decoding a body into its kind, the namespace lifecycle check,
+the admission functions of a request (:mod:`...admission.chain`) and conversion
+between the request's version and the storage version
+(:mod:`...apiextensions.version_conversion`), handed to the registry's
+:class:`~...registry.registry_store.RegistryStore`, which runs the write (validation, admission,
+GuaranteedUpdate).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any
 
 import orjson
 
@@ -28,15 +24,12 @@ from ...machinery.request_user import RequestUser
 from ...machinery.status import DecodeError, StatusError
 from ...machinery.unstructured import Obj, json_type
 from ...machinery.validation import invalid
-from ...registry.generic_store import Storage, Superseded
+from ...registry.generic_store import Storage
+from ...registry.registry_store import Change, RegistryStore, Versions
 from ...registry.strategy import Strategy
 from .write_options import WriteOptions
 
-__all__ = ["Change", "WritePath", "dedup_owner_references", "name_of", "short"]
-
-# What an update makes of the stored object (in the request's version): the new object,
-# and the managed fields to give it (an apply's) or None.
-Change: TypeAlias = Callable[[Obj], tuple[Obj, list[Obj] | None]]
+__all__ = ["WritePath", "name_of", "short"]
 
 
 class WritePath:
@@ -48,6 +41,7 @@ class WritePath:
         self.lifecycle = lifecycle
         self.admission = admission
         self.converter = converter
+        self.store = RegistryStore(storage, deletion_started=lifecycle.deletion_started)
 
     def strategy(self, req: ResourceRequest) -> Strategy:
         """The strategy of the request's kind."""
@@ -127,47 +121,6 @@ class WritePath:
         return StatusError.bad_request(f'{kind or r.kind} in version "{version or r.version}" '
                                        f"cannot be handled as a {r.kind}: {why}")
 
-    def validate(self, req: ResourceRequest, obj: Obj, old: Obj | None = None) -> None:
-        """The kind's validation (its strategy's, then a custom resource's schema's), and
-        its update rules when ``old`` is given (422 Invalid)."""
-        rtype = req.rtype
-        strategy = self.strategy(req)
-        namespace = req.namespace or ""
-        causes = strategy.validate_metadata(obj["metadata"])
-        causes.extend(strategy.validate(obj, namespace) if old is None else
-                      strategy.validate_update(obj, old, namespace))
-        if rtype.schema is not None:
-            causes.extend(rtype.schema.validate(obj, old))
-        if causes:
-            shown = strategy.reported_type(rtype)
-            raise StatusError.invalid(shown.qualified_kind(), obj["metadata"].get("name", ""),
-                                      causes, shown.resource.group)
-
-    def checker(self, req: ResourceRequest) -> Callable[[Obj, Obj], None] | None:
-        """The validation of an update: the kind's for the main resource (and for a
-        custom resource's ``scale``, which writes its spec), the schema's for a custom
-        resource's ``status`` (none for other subresources)."""
-        schema = req.rtype.schema
-        if req.subresource == "finalize":
-            return lambda old, new: self._check_finalize(req, new)
-        if req.subresource == "status" and schema is not None:
-            def check_status(old: Obj, new: Obj) -> None:
-                causes = schema.validate_status(new, old)
-                if causes:
-                    raise StatusError.invalid(req.rtype.qualified_kind(), new["metadata"]["name"],
-                                              causes, req.rtype.resource.group)
-            return check_status
-        if req.subresource and not (req.subresource == "scale" and schema is not None):
-            return None
-        return lambda old, new: self.validate(req, new, old)
-
-    def _check_finalize(self, req: ResourceRequest, new: Obj) -> None:
-        """A ``finalize`` subresource write: the strategy's rules on it."""
-        causes = self.strategy(req).validate_finalize(new)
-        if causes:
-            raise StatusError.invalid(req.rtype.qualified_kind(), new["metadata"]["name"],
-                                      causes)
-
     def check_namespace(self, req: ResourceRequest, name: str | None = None) -> None:
         """The NamespaceLifecycle admission plugin on a create: the namespace must exist
         (404) and not be terminating (403 naming the object, ``name`` or the URL's)."""
@@ -190,69 +143,31 @@ class WritePath:
     async def create_new(self, req: ResourceRequest, obj: Obj, manager: str,
                          options: WriteOptions, user: RequestUser,
                          managed_fields: list[Obj] | None = None) -> Obj:
-        """Admission and storage of a new object: a create, or an apply that creates.
-
-        Mutating webhooks see the object before it has a generated name or
-        any server-set metadata; validating webhooks see it as it would be
-        stored, but for its resourceVersion.
-        """
-        ns = req.namespace or ""
-        attrs = self.attributes(req, "CREATE", obj, None, options.dry_run,
-                                options.review_options("CreateOptions"), user,
-                                options.warnings)
-        obj = await self.admission.mutate(attrs) or obj
-        meta = obj["metadata"]
-        dedup_owner_references(meta)
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = self.storage.generate_name(req.rtype, ns, meta["generateName"])
-        self.validate(req, obj)
-        prepared = self.storage.prepare_create(req.rtype, ns, obj, manager=manager,
-                                               dry_run=options.dry_run,
-                                               managed_fields=managed_fields)
-        attrs.obj = prepared
-        attrs.name = meta["name"]
-        if self.strategy(req).own_namespace:
-            attrs.namespace = attrs.name
-        await self.admission.validate(attrs)
-        if attrs.patched:
-            self.prune(req, prepared)
-        if options.dry_run:
-            return prepared
-        created = self.storage.commit_create(req.rtype, ns, await self.stored(req, prepared))
-        return await self.shown(req, created)
+        """A new object (a create, or an apply that creates), by the store, admitted
+        by the admission chain."""
+        admission = _RequestAdmission(self, req, "CREATE", options,
+                                      options.review_options("CreateOptions"), user)
+        return await self.store.create(req.rtype, req.namespace or "", obj, manager=manager,
+                                       dry_run=options.dry_run, admission=admission,
+                                       versions=self.versions(req),
+                                       managed_fields=managed_fields)
 
     async def guaranteed_update(self, req: ResourceRequest, change: Change, manager: str,
-                      options: WriteOptions, user: RequestUser, *, check_rv: bool) -> Obj:
-        """Admission and storage of a change to a stored object (``change`` of it, as the
-        request's version shows it), started over when another write comes first, as
-        kube-apiserver's GuaranteedUpdate does."""
+                                options: WriteOptions, user: RequestUser, *,
+                                check_rv: bool) -> Obj:
+        """``change`` of a stored object (as the request's version shows it), by the
+        store's GuaranteedUpdate, admitted by the admission chain."""
         assert req.name is not None
-        rtype = req.rtype
-        while True:
-            stored = self.storage.get(rtype, req.namespace or "", req.name)
-            old = await self.shown(req, stored)
-            new, managed_fields = change(old)
-            attrs = self.attributes(req, "UPDATE", new, old, options.dry_run,
-                                    options.review_options("UpdateOptions"), user,
-                                    options.warnings)
-            new = await self.admission.mutate(attrs) or new
-            if attrs.patched:
-                dedup_owner_references(new["metadata"])
-            result = self.storage.prepare_update(
-                rtype, old, new, subresource=req.subresource, manager=manager,
-                check_rv=check_rv, managed_fields=managed_fields, check=self.checker(req))
-            attrs.obj = result
-            await self.admission.validate(attrs)
-            if result is old or options.dry_run:
-                return result
-            if attrs.patched:
-                self.prune(req, result)
-            try:
-                committed = self.storage.commit_update(rtype, stored,
-                                                       await self.stored(req, result))
-            except Superseded:
-                continue
-            return await self.shown(req, committed)
+        admission = _RequestAdmission(self, req, "UPDATE", options,
+                                      options.review_options("UpdateOptions"), user)
+        return await self.store.guaranteed_update(
+            req.rtype, req.namespace or "", req.name, change, subresource=req.subresource,
+            manager=manager, dry_run=options.dry_run, check_rv=check_rv,
+            admission=admission, versions=self.versions(req))
+
+    def versions(self, req: ResourceRequest) -> Versions:
+        """Conversion between the request's version and the storage version."""
+        return Versions(lambda obj: self.shown(req, obj), lambda obj: self.stored(req, obj))
 
     def attributes(self, req: ResourceRequest, operation: str, obj: Obj | None,
                    old: Obj | None, dry_run: bool, options: Obj, user: RequestUser,
@@ -269,12 +184,6 @@ class WritePath:
     async def stored(self, req: ResourceRequest, obj: Obj) -> Obj:
         return await self.converter.convert(req.rtype, obj,
                                             self.converter.storage_version(req.rtype))
-
-    def prune(self, req: ResourceRequest, obj: Obj) -> None:
-        """Fields a mutating webhook added beyond a custom resource's schema go (kube-apiserver
-        prunes them when it stores the object, after the validating webhooks saw them)."""
-        if req.rtype.schema is not None:
-            req.rtype.schema.decode(obj, default=False)
 
     def default(self, req: ResourceRequest, obj: Obj) -> None:
         """Defaults for an object an apply made (its configuration was not defaulted)."""
@@ -301,19 +210,6 @@ def _undeclared(req: ResourceRequest, obj: Obj, path: str) -> StatusError:
                        f"{r.version}, Kind={r.kind}): .{path}: field not declared in schema")
 
 
-def dedup_owner_references(meta: Obj) -> None:
-    """The registry drops an owner reference equal to an earlier one, entirely equal
-    (references that only share a UID are kept); kube-apiserver adds a Warning."""
-    refs = meta.get("ownerReferences")
-    if not isinstance(refs, list):
-        return
-    unique: list[Any] = []
-    for ref in refs:
-        if ref not in unique:
-            unique.append(ref)
-    meta["ownerReferences"] = unique
-
-
 def short(body: Obj) -> str:
     text = _json_text(body, sort_keys=False)
     return text if len(text) <= 200 else text[:200] + "..."
@@ -338,3 +234,38 @@ def _json_text(body: Obj, *, sort_keys: bool) -> str:
                               ensure_ascii=False)
         except RecursionError:
             return "(an object nested too deeply to show)"
+
+
+class _RequestAdmission:
+    """The admission chain on one request's write: the store's
+    :class:`~...registry.registry_store.WriteAdmission`."""
+
+    def __init__(self, path: WritePath, req: ResourceRequest, operation: str,
+                 options: WriteOptions, review_options: Obj, user: RequestUser) -> None:
+        self._path = path
+        self._req = req
+        self._operation = operation
+        self._options = options
+        self._review_options = review_options
+        self._user = user
+        self._attrs: Attributes | None = None
+
+    @property
+    def patched(self) -> bool:
+        return self._attrs is not None and self._attrs.patched
+
+    async def mutate(self, obj: Obj, old: Obj | None) -> Obj:
+        self._attrs = attrs = self._path.attributes(
+            self._req, self._operation, obj, old, self._options.dry_run, self._review_options,
+            self._user, self._options.warnings)
+        return await self._path.admission.mutate(attrs) or obj
+
+    async def validate(self, obj: Obj) -> None:
+        attrs = self._attrs
+        assert attrs is not None
+        attrs.obj = obj
+        if self._operation == "CREATE":  # named only now (generateName)
+            attrs.name = obj["metadata"]["name"]
+            if self._path.strategy(self._req).own_namespace:
+                attrs.namespace = attrs.name
+        await self._path.admission.validate(attrs)
