@@ -17,11 +17,11 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
    server-side apply's field ownership.
 5. ``storage/``: the versioned store (objects by resource, the resourceVersion
    counter, each resource's event history), the watch cache's watchers, sharded
-   list/watch.
+   list/watch, a paged list's continue tokens.
 6. ``registry/``: each kind's strategy (kube-apiserver's REST strategies:
    defaults, preparation, validation, graceful deletion) in one table every
    part asks, the generic store that applies them (the registry's rules:
-   optimistic concurrency, graceful deletion, finalizers, owner index), and
+   optimistic concurrency, graceful deletion, finalizers), and
    the registry store that runs a write (create, GuaranteedUpdate, delete),
    with admission passed in as functions.
 7. ``webhook_client/``: calling a webhook over HTTPS (k8s.io/apiserver's
@@ -31,7 +31,8 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
 9. ``admission/``: the admission chain, webhook configurations, match conditions.
 10. ``controllers/``: what kube-controller-manager and the apiextensions
     server do on their own (namespace lifecycle, CRD establishing and cleanup,
-    garbage collection), run right after the write that triggers them.
+    garbage collection and its owner index), run right after the write that
+    triggers them.
 11. ``endpoints/``: the HTTP front: the filter chain, the handlers of each
     verb (create, update, patch, apply, delete: they decode the request and
     hand the registry store its admission functions), content

@@ -18,6 +18,7 @@ from ...webhook._certificates import ServingCertificate
 from .admission import webhook_configurations
 from .apiextensions import definition_strategy
 from .controllers.builtin_controllers import Lifecycle
+from .controllers.owner_index import OwnerIndex
 from .endpoints.faults import Faults
 from .endpoints.filters import ServerSettings
 from .endpoints.handler_chain import Handler
@@ -97,9 +98,10 @@ class APIServer:
         self._ca_dir: Path | None = None
         builtin = builtin_api()  # the capture is read here, by the first server made
         self.registry = Registry(builtin.types, builtin.group_order)
-        self.storage = Storage(strategies=_strategies(), history_limit=history_limit,
-                               now=time.time)
-        self.lifecycle = Lifecycle(self.storage, self.registry,
+        owners = OwnerIndex()
+        self.storage = Storage(strategies=_strategies(), index=owners.update,
+                               history_limit=history_limit, now=time.time)
+        self.lifecycle = Lifecycle(self.storage, self.registry, owners,
                                    root_ca=self._certificate.ca_pem.decode())
         self.faults = Faults(self.storage)
         self.requests: Counter[tuple[str, str]] = Counter()

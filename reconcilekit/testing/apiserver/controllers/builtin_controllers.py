@@ -18,6 +18,7 @@ from ..storage.versioned_store import Table
 from .crd_establishing import CRDController
 from .garbage_collector import GarbageCollector
 from .namespace_lifecycle import NamespaceController
+from .owner_index import OwnerIndex
 
 __all__ = ["Lifecycle"]
 
@@ -25,11 +26,12 @@ __all__ = ["Lifecycle"]
 class Lifecycle:
     """The built-in controllers, called on the storage's hooks and after a DELETE."""
 
-    def __init__(self, storage: Storage, registry: Registry, root_ca: str = "") -> None:
+    def __init__(self, storage: Storage, registry: Registry, owners: OwnerIndex,
+                 root_ca: str = "") -> None:
         self.storage = storage
         self.crds = CRDController(storage, registry)
         self.namespaces = NamespaceController(storage, registry, root_ca)
-        self.garbage_collector = GarbageCollector(storage, registry)
+        self.garbage_collector = GarbageCollector(storage, registry, owners)
         storage.on_changed.append(self._written)
         storage.on_removed.append(self._removed)
 

@@ -31,6 +31,7 @@ from ..registry.generic_store import Storage
 from ..storage.versioned_store import Table
 from .cleanup import delete_if_present
 from .controller_events import record_event
+from .owner_index import OwnerIndex
 from .owner_references import ABSENT, PRESENT, owner_state, stray_owner
 
 __all__ = ["GarbageCollector"]
@@ -41,9 +42,10 @@ COMPONENT = "garbage-collector-controller"
 class GarbageCollector:
     """Dependents follow their owners: deleted, orphaned, or waited for."""
 
-    def __init__(self, storage: Storage, registry: Registry) -> None:
+    def __init__(self, storage: Storage, registry: Registry, owners: OwnerIndex) -> None:
         self.storage = storage
         self.registry = registry
+        self.owners = owners
         # owners being deleted in the foreground: uid -> (table, key)
         self._foreground: dict[str, tuple[Table, tuple[str, str]]] = {}
 
@@ -51,10 +53,26 @@ class GarbageCollector:
         """Orphan the dependents, or delete them in the foreground, as the finalizers ask."""
         finalizers = obj["metadata"].get("finalizers") or ()
         if "orphan" in finalizers:
-            self.storage.orphan_dependents(obj["metadata"]["uid"])
+            self._orphan_dependents(obj["metadata"]["uid"])
             self._drop_finalizer(table, obj, "orphan")
         elif "foregroundDeletion" in finalizers:
             self._delete_in_foreground(table, obj)
+
+    def _dependents(self, uid: str) -> list[tuple[Table, dict[str, Any]]]:
+        return self.owners.dependents(uid, self.storage.tables)
+
+    def _orphan_dependents(self, uid: str) -> None:
+        for table, obj in self._dependents(uid):
+            self._remove_owner_reference(table, obj, uid)
+
+    def _remove_owner_reference(self, table: Table, obj: dict[str, Any], uid: str) -> None:
+        meta = obj["metadata"]
+        refs = [r for r in meta.get("ownerReferences") or () if r.get("uid") != uid]
+        new = dict(obj, metadata=dict(meta, ownerReferences=refs))
+        if not refs:
+            del new["metadata"]["ownerReferences"]
+        self.storage.update(table.rtype, meta.get("namespace", ""), meta["name"], new,
+                            subresource=None, manager="garbage-collector", check_rv=False)
 
     def written(self, table: Table, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         """A dependent was created or changed: report stray owners, collect it if orphaned."""
@@ -71,7 +89,7 @@ class GarbageCollector:
         """``obj`` is gone: collect its dependents, and let a foreground owner go."""
         meta = obj["metadata"]
         self._foreground.pop(meta["uid"], None)
-        for table, dependent in self.storage.dependents(meta["uid"]):
+        for table, dependent in self._dependents(meta["uid"]):
             self._attempt_to_delete(table, dependent)
         for ref in meta.get("ownerReferences") or ():
             if isinstance(ref, dict) and ref.get("uid") in self._foreground:
@@ -91,7 +109,7 @@ class GarbageCollector:
         for ref, state in zip(refs, states, strict=True):
             current = table.objects.get((meta.get("namespace", ""), meta["name"]))
             if state == ABSENT and current is not None:
-                self.storage.remove_owner_reference(table, current, str(ref.get("uid")))
+                self._remove_owner_reference(table, current, str(ref.get("uid")))
 
     def _report_stray(self, obj: dict[str, Any], ref: dict[str, Any]) -> None:
         namespace = obj["metadata"].get("namespace", "")
@@ -103,7 +121,7 @@ class GarbageCollector:
     def _delete_in_foreground(self, table: Table, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         self._foreground[meta["uid"]] = (table, (meta.get("namespace", ""), meta["name"]))
-        for dep_table, dep in self.storage.dependents(meta["uid"]):
+        for dep_table, dep in self._dependents(meta["uid"]):
             dep_meta = dep["metadata"]
             if not dep_meta.get("deletionTimestamp"):
                 delete_if_present(self.storage, dep_table, dep_meta.get("namespace", ""),
@@ -117,7 +135,7 @@ class GarbageCollector:
         if owner is None:
             self._foreground.pop(uid, None)
             return
-        blocking = [d for _, d in self.storage.dependents(uid) if any(
+        blocking = [d for _, d in self._dependents(uid) if any(
             isinstance(r, dict) and r.get("uid") == uid and r.get("blockOwnerDeletion")
             for r in d["metadata"].get("ownerReferences") or ())]
         if not blocking:

@@ -104,6 +104,8 @@ def _label_namespace(obj: Obj) -> None:
 class PodStrategy(Strategy):
     """Pods: created ``Pending`` with their QoS class; deleted gracefully once bound."""
 
+    return_deleted_object = True
+
     def default(self, obj: Obj) -> None:
         default_pod(obj)
 

@@ -21,6 +21,10 @@ depend on:
   of 0 (the kubelet's) removes it.
 * dry run: every write can be asked to check and answer without storing.
 
+What a kind adds to these rules (a namespace's lifecycle, a Pod's grace
+period, the status a create stores, ...) is its strategy's (:mod:`.strategy`),
+found in the table the store is made with.
+
 There is no kubelet or scheduler; the namespace, CRD and garbage-collector
 behaviour a bare API server cluster still shows lives in :mod:`..controllers.builtin_controllers`.
 """
@@ -31,8 +35,8 @@ import copy
 import datetime
 import secrets
 import uuid
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause, StatusError
@@ -48,11 +52,17 @@ from .update_rules import (
     storage_key,
 )
 
-__all__ = ["Storage", "Superseded"]
+__all__ = ["IndexObserver", "Storage", "Superseded"]
 
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                 "generation", "selfLink")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+# Told of every object stored under a key (old: what it replaced, None when created) or
+# removed (new: None), before its event and the hooks: the garbage collector's owner index.
+IndexObserver: TypeAlias = Callable[[Table, ObjKey, dict[str, Any] | None,
+                                     dict[str, Any] | None], None]
 
 
 class Superseded(Exception):
@@ -68,12 +78,12 @@ class Storage(VersionedStore):
     """All objects of the server, with the registry's rules for writing them and each
     kind's strategy (``strategies``) applied."""
 
-    def __init__(self, *, strategies: StrategyTable, history_limit: int = 10_000,
-                 now: Callable[[], float]) -> None:
+    def __init__(self, *, strategies: StrategyTable, index: IndexObserver,
+                 history_limit: int = 10_000, now: Callable[[], float]) -> None:
         super().__init__(history_limit=history_limit)
         self.strategies = strategies
+        self.index = index
         self.now = now
-        self.owners: dict[str, set[tuple[TableKey, ObjKey]]] = {}
         self._ownership: dict[ResourceType, FieldOwnership] = {}
         # Called after an object is really gone: (table, object).
         self.on_removed: list[Callable[[Table, dict[str, Any]], None]] = []
@@ -314,9 +324,9 @@ class Storage(VersionedStore):
 
     def _write(self, table: Table, key: ObjKey, old: dict[str, Any] | None,
                new: dict[str, Any]) -> None:
-        """Store ``new`` under ``key``: owner index, one event, then the lifecycle hooks."""
+        """Store ``new`` under ``key``: the index, one event, then the lifecycle hooks."""
         table.objects[key] = new
-        self._index_owners(table, key, old, new)
+        self.index(table, key, old, new)
         self._emit(table, "ADDED" if old is None else "MODIFIED", new, old)
         for changed in self.on_changed:
             changed(table, new, old)
@@ -419,7 +429,7 @@ class Storage(VersionedStore):
 
     def _remove(self, table: Table, key: ObjKey, last: dict[str, Any]) -> None:
         old = table.objects.pop(key)
-        self._index_owners(table, key, old, None)
+        self.index(table, key, old, None)
         # prev: what a list at an earlier resourceVersion (a continue token's) still shows
         self._emit(table, "DELETED", last, old)
         for hook in self.on_removed:
@@ -441,46 +451,3 @@ class Storage(VersionedStore):
         obj = self.get(rtype, namespace, name)
         self.update(rtype, namespace, name, dict(obj, status=status), subresource="status",
                     manager="kube-apiserver", check_rv=False)
-
-    # -- owner references (garbage collection support) -------------------------
-
-    def _index_owners(self, table: Table, key: ObjKey, old: dict[str, Any] | None,
-                      new: dict[str, Any] | None) -> None:
-        tkey = (table.rtype.resource.group, table.rtype.resource.plural)
-        for uid in _owner_uids(old):
-            deps = self.owners.get(uid)
-            if deps is not None:
-                deps.discard((tkey, key))
-                if not deps:
-                    del self.owners[uid]
-        for uid in _owner_uids(new):
-            self.owners.setdefault(uid, set()).add((tkey, key))
-
-    def dependents(self, uid: str) -> list[tuple[Table, dict[str, Any]]]:
-        out = []
-        for tkey, key in sorted(self.owners.get(uid, ())):
-            table = self.tables.get(tkey)
-            obj = table.objects.get(key) if table else None
-            if table is not None and obj is not None:
-                out.append((table, obj))
-        return out
-
-    def orphan_dependents(self, uid: str) -> None:
-        for table, obj in self.dependents(uid):
-            self.remove_owner_reference(table, obj, uid)
-
-    def remove_owner_reference(self, table: Table, obj: dict[str, Any], uid: str) -> None:
-        meta = obj["metadata"]
-        refs = [r for r in meta.get("ownerReferences") or () if r.get("uid") != uid]
-        new = dict(obj, metadata=dict(meta, ownerReferences=refs))
-        if not refs:
-            del new["metadata"]["ownerReferences"]
-        self.update(table.rtype, meta.get("namespace", ""), meta["name"], new,
-                    subresource=None, manager="garbage-collector", check_rv=False)
-
-
-def _owner_uids(obj: dict[str, Any] | None) -> Iterable[str]:
-    if obj is None:
-        return ()
-    return [r["uid"] for r in obj["metadata"].get("ownerReferences") or ()
-            if isinstance(r, dict) and isinstance(r.get("uid"), str)]

@@ -36,6 +36,8 @@ def _spec(obj: Obj) -> Obj:
 class ServiceStrategy(Strategy):
     """Services: allocated cluster IPs and node ports, kept across updates."""
 
+    return_deleted_object = True
+
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
             default_service(spec)

@@ -46,6 +46,9 @@ class Strategy:
     # DELETE only starts the kind's lifecycle (a controller finishes it): the first one
     # never removes the object, and the answer is the object as marked for deletion.
     lifecycle_deletion: ClassVar[bool] = False
+    # A DELETE that removes an object answers with it rather than a Success Status
+    # (the registry's ReturnDeletedObject).
+    return_deleted_object: ClassVar[bool] = False
     # Object names are DNS labels rather than subdomains.
     label_names: ClassVar[bool] = False
     # A kind of kube-apiserver itself, whose finalizers must be standard or qualified.
