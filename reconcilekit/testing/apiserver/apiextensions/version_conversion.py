@@ -30,7 +30,6 @@ from ..machinery.resources import ResourceType
 from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid, label_value_errors, qualified_name_errors
-from ..registry.event_versions import EVENTS_GROUP_VERSION, is_event, to_core, to_events_v1
 from ..registry.generic_store import Storage
 from ..webhook_client.client_config_validation import client_config_errors, review_version_errors
 from ..webhook_client.https_client import CallError, ClientConfig, WebhookClient
@@ -95,8 +94,8 @@ class Converter:
 
     def storage_version(self, rtype: ResourceType) -> str:
         """The apiVersion objects of this resource are written at."""
-        if is_event(rtype):
-            return "v1"
+        if rtype.builtin:
+            return self.storage.strategies.of(rtype).storage_type(rtype).group_version
         crd = self._crd(rtype)
         if crd is None:
             return rtype.group_version
@@ -106,7 +105,8 @@ class Converter:
 
     def converts(self, rtype: ResourceType) -> bool:
         """Whether a watch must convert what is stored (not just rename the apiVersion)."""
-        return self.uses_webhook(rtype) or (is_event(rtype) and rtype.resource.group != "")
+        return self.uses_webhook(rtype) or self.storage.strategies.of(rtype).converts_stored(
+            rtype)
 
     def uses_webhook(self, rtype: ResourceType) -> bool:
         """Whether converting this resource's objects may call a webhook."""
@@ -118,8 +118,9 @@ class Converter:
         :class:`ConversionError` when the webhook fails."""
         if obj.get("apiVersion") == api_version:
             return obj
-        if is_event(rtype):
-            return to_events_v1(obj) if api_version == EVENTS_GROUP_VERSION else to_core(obj)
+        converted = self.storage.strategies.of(rtype).convert_version(obj, api_version)
+        if converted is not None:
+            return converted
         crd = self._crd(rtype)
         conversion = _conversion(crd) if crd is not None else {}
         if conversion.get("strategy") != "Webhook":

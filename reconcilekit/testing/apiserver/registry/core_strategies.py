@@ -37,7 +37,7 @@ from .core_validation import (
     validate_secret,
 )
 from .event_validation import validate_event
-from .event_versions import shape, to_core
+from .event_versions import EVENTS_GROUP_VERSION, shape, to_core, to_events_v1
 from .pod_defaults import admit_pod, default_pod, qos_class
 from .strategy import AccountLookup, Strategy
 from .workload_defaults import default_namespace, default_pod_template
@@ -187,6 +187,13 @@ class EventStrategy(Strategy):
 
     def reported_type(self, rtype: ResourceType) -> ResourceType:
         return core_events()
+
+    def convert_version(self, obj: Obj, api_version: str) -> Obj | None:
+        return to_events_v1(obj) if api_version == EVENTS_GROUP_VERSION else to_core(obj)
+
+    def converts_stored(self, rtype: ResourceType) -> bool:
+        """An events.k8s.io/v1 Event is the stored core one with its fields renamed."""
+        return self.strict
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
                            ) -> None:

@@ -22,10 +22,9 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from ..machinery.resources import ResourceType
 from ..machinery.unstructured import Obj
 
-__all__ = ["EVENTS_GROUP_VERSION", "is_event", "shape", "to_core", "to_events_v1"]
+__all__ = ["EVENTS_GROUP_VERSION", "shape", "to_core", "to_events_v1"]
 
 EVENTS_GROUP_VERSION = "events.k8s.io/v1"
 
@@ -43,12 +42,6 @@ _EVENTS_ALWAYS: dict[str, Any] = {"eventTime": None, "regarding": {}, "deprecate
                   "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None}
 _TIMES = ("firstTimestamp", "lastTimestamp", "deprecatedFirstTimestamp",
           "deprecatedLastTimestamp")
-
-
-def is_event(rtype: ResourceType) -> bool:
-    """Whether ``rtype`` is either version of Event."""
-    r = rtype.resource
-    return rtype.builtin and r.plural == "events" and r.group in ("", "events.k8s.io")
 
 
 def _empty(value: Any) -> bool:

@@ -72,6 +72,16 @@ class Strategy:
         by several groups)."""
         return rtype
 
+    def convert_version(self, obj: Obj, api_version: str) -> Obj | None:
+        """``obj`` converted to ``api_version`` for a built-in kind whose versions differ
+        beyond their apiVersion (None: renaming the apiVersion is all it takes)."""
+        return None
+
+    def converts_stored(self, rtype: ResourceType) -> bool:
+        """Whether an object stored as :meth:`storage_type` must be converted (not just
+        renamed) to be shown as ``rtype``."""
+        return False
+
     # -- create and update -----------------------------------------------------------
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
