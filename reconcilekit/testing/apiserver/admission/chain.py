@@ -63,7 +63,7 @@ import base64
 import binascii
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -114,6 +114,17 @@ class Attributes:
     user: RequestUser
     warnings: list[str] = field(default_factory=list)
     patched: bool = False
+
+    def patch(self, obj: Obj | None) -> None:
+        """A mutating webhook's patch applied: ``obj`` is the object from now on."""
+        self.obj = obj
+        self.patched = True
+
+    def for_validation(self, obj: Obj, name: str, namespace: str) -> Attributes:
+        """These attributes for ``obj`` as mutating admission left it, under the name it
+        is stored by (a create's ``generateName`` is resolved only then); warnings are
+        shared."""
+        return replace(self, obj=obj, name=name, namespace=namespace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,8 +315,7 @@ class Admission:
         self._default(rtype, patched)
         if patched == obj:
             return False
-        attrs.obj = await self._versioned(patched, attrs.rtype)
-        attrs.patched = True
+        attrs.patch(await self._versioned(patched, attrs.rtype))
         return True
 
     # -- validating ----------------------------------------------------------------------

@@ -37,7 +37,7 @@ class CRDController:
         if served:  # the table's type is the storage version's: objects are written at it
             stored = next((v["name"] for v in spec["versions"] if v.get("storage")), None)
             chosen = next((t for t in served if t.resource.version == stored), served[-1])
-            self.storage.table(chosen).rtype = chosen
+            self.storage.table(chosen).serve_as(chosen)
         names = dict(spec["names"])
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", f"{names['kind']}List")

@@ -44,6 +44,11 @@ class _Failure:
     retry_after: int | None
     remaining: int
 
+    def spend(self) -> bool:
+        """One request failed by this fault; True when it has none left to fail."""
+        self.remaining -= 1
+        return self.remaining == 0
+
 
 @dataclass(slots=True)
 class _Latency:
@@ -99,8 +104,7 @@ class Faults:
     def failure_for(self, verb: str, req: ResourceRequest) -> StatusError | None:
         for failure in self._failures:
             if failure.rule.matches(verb, req):
-                failure.remaining -= 1
-                if failure.remaining == 0:
+                if failure.spend():
                     self._failures.remove(failure)
                 self.injected[failure.status] += 1
                 return StatusError.for_status(failure.status, failure.retry_after)
@@ -148,7 +152,7 @@ class Faults:
         if not tables:
             raise ValueError(f"unknown resource {resource!r}")
         for table in tables:
-            table.drop_next += n
+            table.drop_events(n)
 
     def pause_events(self) -> None:
         """Hold back watch events (writes still succeed) until :meth:`resume_events`."""

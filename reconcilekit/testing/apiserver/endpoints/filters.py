@@ -17,7 +17,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -75,9 +75,10 @@ class ServerContext:
     settings: ServerSettings
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Scope:
-    """What the filters learned of one request so far."""
+    """What the filters learned of one request so far: a filter that learns more passes
+    the next one a new scope (as kube-apiserver's filters derive a request context)."""
 
     path: str = "/"
     parts: list[str] = field(default_factory=list)
@@ -153,10 +154,11 @@ async def authenticate(ctx: ServerContext, request: web.Request, scope: Scope,
         user = ctx.settings.tokens.get(token.strip()) if kind.lower() == "bearer" else None
         if user is None:
             raise StatusError.unauthorized()
-        scope.user = user
-    scope.path = request.path.rstrip("/") or "/"
-    scope.parts = [p for p in scope.path.split("/") if p]
-    return await next_(request, scope)
+    else:
+        user = None
+    path = request.path.rstrip("/") or "/"
+    return await next_(request, replace(scope, user=user, path=path,
+                                        parts=[p for p in path.split("/") if p]))
 
 
 async def serve_open_paths(ctx: ServerContext, request: web.Request, scope: Scope,
@@ -241,7 +243,7 @@ async def resolve_resource(ctx: ServerContext, request: web.Request, scope: Scop
     """The resource and verb a request is about (counted); anonymous users may not."""
     req = parse_resource_path(ctx.registry, scope.parts)
     watch = request.query.get("watch", "") in ("true", "1")
-    scope.resource, scope.verb = req, verb_for(request.method, req, watch)
+    scope = replace(scope, resource=req, verb=verb_for(request.method, req, watch))
     ctx.requests[(scope.verb, req.counter_resource)] += 1
     if scope.user is None:
         r = req.rtype.resource

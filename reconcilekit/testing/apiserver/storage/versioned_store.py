@@ -42,10 +42,36 @@ class Table:
     # what kube-apiserver's watch cache puts in a BOOKMARK (it sends none while 0).
     last_event_rv: int = 0
 
-    def record(self, event: Event) -> None:
+    def record(self, type_: str, obj: dict[str, Any], prev: dict[str, Any] | None) -> Event:
+        """The event of a change to ``obj``, kept in the history (a fault may mark it
+        dropped: no watch is ever offered it)."""
+        dropped = self.drop_next > 0
+        if dropped:
+            self.drop_next -= 1
+        event = Event(type_, int(obj["metadata"]["resourceVersion"]), obj, prev, dropped)
         self.history.append(event)
         while len(self.history) > self.history_limit:
             self.oldest_rv = self.history.popleft().rv
+        return event
+
+    def deliver(self, event: Event) -> None:
+        """Offer ``event`` to every open watch of the resource."""
+        self.last_event_rv = event.rv
+        for w in list(self.watchers):
+            w.offer(event)
+
+    def drop_events(self, n: int) -> None:
+        """Mark the next ``n`` events dropped (fault injection)."""
+        self.drop_next += n
+
+    def forget_history(self, rv: int) -> None:
+        """Compaction at ``rv``: a watch from an older resourceVersion gets 410."""
+        self.history.clear()
+        self.oldest_rv = rv
+
+    def serve_as(self, rtype: ResourceType) -> None:
+        """Store objects at ``rtype`` from now on (a CRD's storage version changed)."""
+        self.rtype = rtype
 
 
 class VersionedStore:
@@ -80,20 +106,15 @@ class VersionedStore:
 
     def _emit(self, table: Table, type_: str, obj: dict[str, Any],
               prev: dict[str, Any] | None) -> None:
-        event = Event(type_, int(obj["metadata"]["resourceVersion"]), obj, prev)
-        if table.drop_next > 0:
-            table.drop_next -= 1
-            event.dropped = True
-        table.record(event)
+        event = table.record(type_, obj, prev)
         if self.paused:
             self._pending.append((table, event))
             return
         self._deliver(table, event)
 
     def _deliver(self, table: Table, event: Event) -> None:
-        self.delivered_rv = table.last_event_rv = event.rv
-        for w in list(table.watchers):
-            w.offer(event)
+        table.deliver(event)
+        self.delivered_rv = event.rv
 
     def pause(self) -> None:
         self.paused = True
@@ -112,5 +133,4 @@ class VersionedStore:
     def compact(self) -> None:
         """Forget all history: resuming a watch from an older rv then gets 410."""
         for table in self.tables.values():
-            table.history.clear()
-            table.oldest_rv = self.rv
+            table.forget_history(self.rv)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +59,8 @@ class CacheWatcher:
     """
 
     def __init__(self, *, namespace: str | None, matches: Filter, start_rv: int,
-                 rewrite: Callable[[dict[str, Any]], bytes | None] | None, limit: int) -> None:
+                 rewrite: Callable[[dict[str, Any]], bytes | None] | None, limit: int,
+                 bookmark_line: Callable[..., bytes] | None = None) -> None:
         self.namespace = namespace
         self.matches = matches
         self.start_rv = start_rv
@@ -72,7 +73,7 @@ class CacheWatcher:
         self.closed = False
         self.overflowed = False
         # Set when the client asked for bookmarks: rv -> encoded BOOKMARK line.
-        self.bookmark_line: Callable[..., bytes] | None = None
+        self.bookmark_line = bookmark_line
         self._wake = asyncio.Event()
 
     def _visible(self, obj: Mapping[str, Any] | None) -> bool:
@@ -83,6 +84,24 @@ class CacheWatcher:
             if meta.get("namespace") != self.namespace:
                 return False
         return self.matches(obj)
+
+    def start_at(self, rv: int, objects: Iterable[dict[str, Any]]) -> None:
+        """Open on the state at ``rv``: an ADDED line for each visible object of it."""
+        self.start_rv = self.bookmark_floor = rv
+        for obj in objects:
+            if self._visible(obj):
+                body = (self.rewrite(obj) if self.rewrite else None) or orjson.dumps(obj)
+                self.push(encode_event("ADDED", body))
+
+    def resume_at(self, rv: int, history: Iterable[Event], limit: int) -> None:
+        """Open after ``rv``: the history's later events up to ``limit`` (what was
+        offered to every watch), shown or not as this watch should see them."""
+        self.start_rv = self.bookmark_floor = rv
+        for event in history:
+            if event.rv > limit:
+                break
+            self.offer(event)
+            self.bookmark_floor = max(self.bookmark_floor, event.rv)
 
     def offer(self, event: Event) -> None:
         """Queue ``event`` as this watch should see it, if at all."""

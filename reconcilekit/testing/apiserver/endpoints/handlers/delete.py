@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ...machinery.request_info import ResourceRequest
@@ -31,7 +32,7 @@ async def delete(path: WritePath, req: ResourceRequest, options: DeleteOptions, 
                                 options.review_options(), user,
                                 [] if warnings is None else warnings)
         if in_collection:
-            attrs.name = ""
+            attrs = replace(attrs, name="")
         await path.admission.mutate(attrs)
         await path.admission.validate(attrs)
 

@@ -75,9 +75,9 @@ async def serve_watch(storage: Storage, req: ResourceRequest, request: web.Reque
             return None if obj.get("apiVersion") == gv else orjson.dumps(
                 dict(obj, apiVersion=gv))
     watcher = CacheWatcher(namespace=req.namespace, matches=matches, start_rv=0,
-                           rewrite=rewrite, limit=buffer)
-    if bookmarks:
-        watcher.bookmark_line = _bookmark_encoder(req, metadata_version)
+                           rewrite=rewrite, limit=buffer,
+                           bookmark_line=(_bookmark_encoder(req, metadata_version)
+                                          if bookmarks else None))
     response = web.StreamResponse(status=200, headers={"Content-Type": _JSON,
                                                        "Cache-Control": "no-cache, private"})
     response.enable_chunked_encoding()
@@ -166,12 +166,7 @@ def _open_watch(storage: Storage, req: ResourceRequest, watcher: CacheWatcher, r
     """Queue what precedes live events; an StatusError means the watch is too old."""
     table = storage.table(req.rtype)
     if not rv_param or rv_param == "0" or initial:
-        watcher.start_rv = watcher.bookmark_floor = storage.rv
-        for key in sorted(table.objects):
-            obj = table.objects[key]
-            if watcher._visible(obj):
-                body = (watcher.rewrite(obj) if watcher.rewrite else None) or orjson.dumps(obj)
-                watcher.push(encode_event("ADDED", body))
+        watcher.start_at(storage.rv, (table.objects[key] for key in sorted(table.objects)))
         if initial and watcher.bookmark_line is not None:
             watcher.push(watcher.bookmark_line(storage.rv, initial_events_end=True))
         return None
@@ -179,13 +174,7 @@ def _open_watch(storage: Storage, req: ResourceRequest, watcher: CacheWatcher, r
     if rv < table.oldest_rv:
         oldest = table.history[0].rv if table.history else storage.rv + 1
         return StatusError.expired(f"too old resource version: {rv} ({oldest})")
-    watcher.start_rv = watcher.bookmark_floor = rv
-    limit = storage.bookmark_rv()
-    for event in table.history:
-        if event.rv > limit:
-            break
-        watcher.offer(event)
-        watcher.bookmark_floor = max(watcher.bookmark_floor, event.rv)
+    watcher.resume_at(rv, table.history, storage.bookmark_rv())
     return None
 
 def _bookmark_encoder(req: ResourceRequest,

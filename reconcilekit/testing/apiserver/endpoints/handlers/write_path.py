@@ -263,9 +263,9 @@ class _RequestAdmission:
     async def validate(self, obj: Obj) -> None:
         attrs = self._attrs
         assert attrs is not None
-        attrs.obj = obj
+        name, namespace = attrs.name, attrs.namespace
         if self._operation == "CREATE":  # named only now (generateName)
-            attrs.name = obj["metadata"]["name"]
+            name = obj["metadata"]["name"]
             if self._path.strategy(self._req).own_namespace:
-                attrs.namespace = attrs.name
-        await self._path.admission.validate(attrs)
+                namespace = name
+        await self._path.admission.validate(attrs.for_validation(obj, name, namespace))
