@@ -53,6 +53,9 @@ class Strategy:
     label_names: ClassVar[bool] = False
     # A kind of kube-apiserver itself, whose finalizers must be standard or qualified.
     core_metadata: ClassVar[bool] = True
+    # A scale subresource read of a missing object is NotFound for ``<plural>/scale``
+    # (False: for the resource itself, as StatefulSets and custom resources answer).
+    scale_names_subresource: ClassVar[bool] = True
 
     # -- decoding and defaults -------------------------------------------------------
 
@@ -141,6 +144,7 @@ class CustomResourceStrategy(Strategy):
     """Every custom resource's strategy: its schema does the rest."""
 
     core_metadata = False
+    scale_names_subresource = False
 
 
 class StrategyTable:

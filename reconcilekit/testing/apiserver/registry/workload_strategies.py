@@ -133,6 +133,7 @@ class DeploymentStrategy(WorkloadStrategy):
 class StatefulSetStrategy(WorkloadStrategy):
     create_status: ClassVar[Mapping[str, Any]] = {"replicas": 0, "availableReplicas": 0}
     selected = counted = True
+    scale_names_subresource = False
 
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:

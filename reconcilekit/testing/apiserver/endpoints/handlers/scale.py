@@ -10,7 +10,7 @@ selector string. GET reads it; PUT and PATCH (JSON, merge and strategic merge
 patches of the Scale) change only the object's ``spec.replicas`` (which bumps
 its generation); a Scale's resourceVersion, when given, must be current (409);
 a negative count is a 422 on ``Scale.autoscaling``; a missing object is a 404
-naming ``<plural>/scale`` (the plural alone for StatefulSets).
+naming ``<plural>/scale`` (the plural alone where the kind's strategy says so).
 
 A custom resource's Scale reads and writes the paths of its CRD's ``scale``
 subresource (``specReplicasPath``, ``statusReplicasPath``, and
@@ -110,7 +110,7 @@ def _stored(path: WritePath, req: ResourceRequest) -> Obj:
     except StatusError as err:
         if err.code != 404:
             raise
-        if r.plural == "statefulsets" or not req.rtype.builtin:  # these name the resource
+        if not path.strategy(req).scale_names_subresource:
             raise
         raise StatusError.not_found(f"{r.plural}/scale{'.' + r.group if r.group else ''}",
                                     req.name, r.group) from None
