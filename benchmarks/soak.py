@@ -66,12 +66,11 @@ from examples.cnclaim.resources import (
     CNCLAIMS,
     CNCLAIMSETS,
     CNPOOLS,
-    PODS,
     POOL_LABEL,
     name_of,
 )
 from reconcilekit import Client, NotFound
-from reconcilekit.kinds import NAMESPACES
+from reconcilekit.kinds import NAMESPACES, PODS
 from reconcilekit.testing import ControlPlane, NodeSimulator, TCPProxy
 
 from .proc_stats import cpu_and_rss

@@ -66,6 +66,7 @@ from reconcilekit import (
     TerminalError,
 )
 from reconcilekit.finalizers import CleanupDone, CleanupResult, finalize, finalizer_ops
+from reconcilekit.kinds import PODS
 from reconcilekit.rbac import RECORDS_EVENTS, Permission
 
 from .index import Indexes
@@ -75,7 +76,6 @@ from .resources import (
     CLAIMED_BY_LABEL,
     CNCLAIMS,
     LAST_OWNER_ANNOTATION,
-    PODS,
     ClaimPhase,
     PodPhase,
     annotations_of,

@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from reconcilekit import Cache, Request
+from reconcilekit.kinds import PODS
 
 from .bindable import BindablePods
 from .resources import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     CNCLAIMS,
-    PODS,
     POOL_LABEL,
     claimed_by,
     deleting,

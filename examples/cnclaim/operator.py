@@ -35,6 +35,7 @@ from reconcilekit import (
     Predicate,
     Sharding,
 )
+from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, PODS
 from reconcilekit.webhook import ServiceReference, WebhookServer
 
 from .admission import add_claim_webhook
@@ -43,7 +44,7 @@ from .claimset import ClaimSetReconciler, claimset_expectations_handler
 from .index import Indexes
 from .kinds import CNCLAIM_KIND, CNCLAIMSET_KIND, CNPOOL_KIND
 from .pool import PoolReconciler, pod_to_pool, pool_expectations_handler
-from .resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS, CRDS, PODS
+from .resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS
 
 __all__ = [
     "MANIFESTS",
@@ -205,12 +206,12 @@ async def install_crds(client: Client, *, wait_seconds: float = 60.0) -> list[st
         for crd in crds:
             name = crd["metadata"]["name"]
             try:
-                await client.get(CRDS, name)
+                await client.get(CUSTOM_RESOURCE_DEFINITIONS, name)
                 continue
             except NotFound:
                 pass
             try:
-                await client.create(CRDS, crd)
+                await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
                 created.append(name)
                 logger.info("installed CRD %s", name)
             except AlreadyExists:
@@ -218,7 +219,7 @@ async def install_crds(client: Client, *, wait_seconds: float = 60.0) -> list[st
         with anyio.fail_after(wait_seconds):
             for crd in crds:
                 name = crd["metadata"]["name"]
-                while not _established(await client.get(CRDS, name)):  # noqa: ASYNC110 (polling)
+                while not _established(await client.get(CUSTOM_RESOURCE_DEFINITIONS, name)):  # noqa: ASYNC110 (polling)
                     await anyio.sleep(0.1)
     except Forbidden as err:
         raise CRDInstallError(

@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from reconcilekit import Client, Conflict, NotFound
+from reconcilekit.kinds import PODS
 from reconcilekit.rbac import Permission
 
 from .resources import (
     CLAIMED_BY_LABEL,
     LAST_OWNER_ANNOTATION,
     PHASE_LABEL,
-    PODS,
     PodPhase,
     claimed_by,
     name_of,

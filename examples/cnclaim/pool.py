@@ -41,6 +41,7 @@ from reconcilekit import (
     Request,
     Result,
 )
+from reconcilekit.kinds import PODS
 from reconcilekit.ownership import set_controller_reference
 from reconcilekit.rbac import RECORDS_EVENTS, Permission, blocks_owner_deletion
 
@@ -51,7 +52,6 @@ from .resources import (
     CNCLAIMS,
     CNPOOLS,
     PHASE_LABEL,
-    PODS,
     POOL_LABEL,
     PodPhase,
     claimed_by,

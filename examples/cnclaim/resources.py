@@ -13,7 +13,6 @@ from enum import StrEnum
 from typing import Any, Final
 
 from reconcilekit import Request
-from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, PODS
 
 from .kinds import CNCLAIM_KIND, CNCLAIMSET_KIND, CNPOOL_KIND, GROUP, VERSION
 
@@ -25,12 +24,10 @@ __all__ = [
     "CNCLAIMSETS",
     "CNPOOLS",
     "CONNECTIONS_ANNOTATION",
-    "CRDS",
     "ClaimPhase",
     "GROUP",
     "LAST_OWNER_ANNOTATION",
     "PHASE_LABEL",
-    "PODS",
     "POOL_LABEL",
     "PodPhase",
     "VERSION",
@@ -61,7 +58,6 @@ Obj = Mapping[str, Any]
 CNPOOLS: Final = CNPOOL_KIND.resource
 CNCLAIMS: Final = CNCLAIM_KIND.resource
 CNCLAIMSETS: Final = CNCLAIMSET_KIND.resource
-CRDS: Final = CUSTOM_RESOURCE_DEFINITIONS
 
 POOL_LABEL: Final = "pool.matrixorigin.io/pool-name"
 """On a CN Pod: the pool it belongs to."""

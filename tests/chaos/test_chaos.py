@@ -49,9 +49,9 @@ from examples.cnclaim.resources import (
     CNCLAIMSETS,
     CNPOOLS,
     PHASE_LABEL,
-    PODS,
 )
 from reconcilekit import Client, LeadershipLost, Manager, NotFound, Reconciler, Request, Result
+from reconcilekit.kinds import PODS
 from reconcilekit.testing import APIServer, Faults, NodeSimulator
 from reconcilekit.testing._cluster import NO_FAULTS_REASON
 from reconcilekit.testing._pytest_plugin import backend

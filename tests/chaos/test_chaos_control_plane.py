@@ -43,9 +43,9 @@ import pytest
 
 from examples.cnclaim.demo.scenario import POD_TEMPLATE
 from examples.cnclaim.operator import LEASE_NAME, install_crds
-from examples.cnclaim.resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS, PODS
+from examples.cnclaim.resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS
 from reconcilekit import Client, NotFound
-from reconcilekit.kinds import NAMESPACES
+from reconcilekit.kinds import NAMESPACES, PODS
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import ControlPlane, NodeSimulator
 from reconcilekit.testing._control_plane import assets_from_env

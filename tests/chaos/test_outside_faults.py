@@ -41,13 +41,12 @@ from examples.cnclaim.resources import (
     CNCLAIMS,
     CNCLAIMSETS,
     CNPOOLS,
-    PODS,
     claimed_by,
     name_of,
     spec_of,
 )
 from reconcilekit import AlreadyExists, Client
-from reconcilekit.kinds import LEASES, NAMESPACES
+from reconcilekit.kinds import LEASES, NAMESPACES, PODS
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import AuditEvent, AuditLog, ControlPlane, NodeSimulator, TCPProxy
 from reconcilekit.testing._control_plane import assets_from_env

@@ -22,9 +22,7 @@ from examples.cnclaim import OperatorOptions, build_operator, install_crds
 from examples.cnclaim.resources import (
     CLAIMED_BY_LABEL,
     CNCLAIMS,
-    CRDS,
     PHASE_LABEL,
-    PODS,
     POOL_LABEL,
     claim_phase,
     claimed_by,
@@ -32,6 +30,7 @@ from examples.cnclaim.resources import (
     spec_of,
 )
 from reconcilekit import Client, EventHandler, Manager, NotFound
+from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, PODS
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import Cluster, NodeSimulator
 from reconcilekit.webhook import WebhookServer
@@ -54,7 +53,7 @@ async def cnclaim_client(cluster: Cluster) -> AsyncIterator[Client]:
     """
     async with Client(cluster.configuration) as c:
         for name in await install_crds(c):
-            cluster.delete_at_end(CRDS.path(name=name))
+            cluster.delete_at_end(CUSTOM_RESOURCE_DEFINITIONS.path(name=name))
         yield c
 
 

@@ -13,10 +13,10 @@ import pytest
 
 from examples.cnclaim.admission import WEBHOOK_NAME, add_claim_webhook, own_username
 from examples.cnclaim.operator import MANIFESTS
-from examples.cnclaim.resources import CNCLAIMS, PODS, status_of
+from examples.cnclaim.resources import CNCLAIMS, status_of
 from reconcilekit import APIError, Client, NotFound
 from reconcilekit.conditions import find_status_condition
-from reconcilekit.kinds import VALIDATING_WEBHOOK_CONFIGURATIONS
+from reconcilekit.kinds import PODS, VALIDATING_WEBHOOK_CONFIGURATIONS
 from reconcilekit.testing import Cluster, installed_webhooks
 from reconcilekit.webhook import AdmissionRequest, WebhookServer
 

@@ -15,12 +15,11 @@ from examples.cnclaim.resources import (
     CNCLAIMS,
     LAST_OWNER_ANNOTATION,
     PHASE_LABEL,
-    PODS,
     labels,
     name_of,
 )
 from reconcilekit import Client, Request
-from reconcilekit.kinds import EVENTS
+from reconcilekit.kinds import EVENTS, PODS
 from reconcilekit.testing import Cluster
 
 from cnclaim_env import bound_to, eventually, idle_pod, new_claim, running_operator

@@ -20,7 +20,6 @@ from examples.cnclaim.resources import (
     CNPOOLS,
     CONNECTIONS_ANNOTATION,
     PHASE_LABEL,
-    PODS,
     claim_phase,
     creation_order,
     deleting,
@@ -31,6 +30,7 @@ from examples.cnclaim.resources import (
     status_of,
 )
 from reconcilekit import Client
+from reconcilekit.kinds import PODS
 from reconcilekit.testing import Cluster
 
 from cnclaim_env import (

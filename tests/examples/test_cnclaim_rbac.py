@@ -48,14 +48,13 @@ from examples.cnclaim.resources import (
     CNCLAIMSETS,
     CNPOOLS,
     PHASE_LABEL,
-    PODS,
     POOL_LABEL,
     PodPhase,
     name_of,
 )
 from reconcilekit import Client, RequestRecord
 from reconcilekit.__main__ import generate_manifests
-from reconcilekit.kinds import EVENTS, LEASES, SELF_SUBJECT_ACCESS_REVIEWS
+from reconcilekit.kinds import EVENTS, LEASES, PODS, SELF_SUBJECT_ACCESS_REVIEWS
 from reconcilekit.testing import Cluster, NodeSimulator
 
 from cnclaim_env import cnclaim_client, eventually, service_account_kubeconfig

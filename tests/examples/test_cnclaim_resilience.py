@@ -14,7 +14,6 @@ from examples.cnclaim.resources import (
     CNCLAIMS,
     CNCLAIMSETS,
     CNPOOLS,
-    PODS,
     POOL_LABEL,
     claim_phase,
     claimed_by,
@@ -24,6 +23,7 @@ from examples.cnclaim.resources import (
     spec_of,
 )
 from reconcilekit import Client
+from reconcilekit.kinds import PODS
 from reconcilekit.testing import Cluster
 
 from cnclaim_env import (

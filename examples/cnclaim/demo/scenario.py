@@ -19,6 +19,7 @@ from typing import Any, Final
 import anyio
 
 from reconcilekit import AlreadyExists, APIError, Client, EventHandler, NotFound
+from reconcilekit.kinds import PODS
 from reconcilekit.lowlevel import Informer
 
 from ..resources import (
@@ -28,7 +29,6 @@ from ..resources import (
     CNCLAIMSETS,
     CNPOOLS,
     CONNECTIONS_ANNOTATION,
-    PODS,
     POOL_LABEL,
     ClaimPhase,
     PodPhase,
