@@ -6,7 +6,7 @@ Wherever reconcilekit must answer or read exactly as they do, it uses these
 helpers, so that each Go rule has one home:
 
 * :func:`go_quote` is ``fmt``'s ``%q`` (strconv.Quote) for the text the API
-  server puts in its messages: JSON string escapes, printable non-ASCII kept;
+  server puts in its messages: Go's escapes, printable non-ASCII kept;
 * :func:`parse_int64` is ``strconv.ParseInt(text, 10, 64)``: an optional
   sign and decimal digits, in the int64 range, else ``None``;
 * :func:`byte_len` is Go's ``len`` of a string: its length in UTF-8 bytes,
@@ -17,7 +17,6 @@ helpers, so that each Go rule has one home:
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Final
 
@@ -31,9 +30,39 @@ _DURATION_UNITS: Final = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1
 _UNITS_LONGEST_FIRST: Final = ("ms", "us", "µs", "ns", "h", "m", "s")
 
 
+_QUOTE_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                         "\r": "\\r", "\t": "\\t", "\v": "\\v", "\\": "\\\\",
+                         '"': '\\"'}
+
+
 def go_quote(text: str) -> str:
-    """``text`` as Go's ``%q`` writes it in the API server's messages."""
-    return json.dumps(text, ensure_ascii=False)
+    """``text`` as Go's ``%q`` (``strconv.Quote``) writes it in the API server's messages.
+
+    Printable characters (``unicode.IsPrint``: letters, marks, numbers,
+    punctuation, symbols and the ASCII space) stay as they are; the C escapes
+    Go knows are used; any other ASCII character is ``\\xNN``, any other rune
+    ``\\uNNNN`` or ``\\UNNNNNNNN``; a lone surrogate (not valid UTF-8) is
+    escaped byte by byte, as Go escapes bytes that are not UTF-8.
+    """
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    out = ['"']
+    for ch in text:
+        escape = _QUOTE_ESCAPES.get(ch)
+        if escape is not None:
+            out.append(escape)
+        elif ch.isprintable():
+            out.append(ch)
+        elif (code := ord(ch)) < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.extend(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def parse_int64(text: str) -> int | None:

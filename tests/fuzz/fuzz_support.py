@@ -33,15 +33,18 @@ JSON = st.recursive(JSON_SCALARS,
 
 
 async def explore(strategy: st.SearchStrategy[T], check: Callable[[T], Awaitable[None]], *,
-                  max_examples: int) -> None:
+                  max_examples: int, derandomize: bool = False) -> None:
     """Run ``check`` on ``max_examples`` generated examples, in this event loop.
 
     Slow examples (network round trips) are expected: no deadline, and the
     ``too_slow`` health check is off; big generated bodies are built from
-    small drawn sizes, so ``data_too_large`` stays on.
+    small drawn sizes, so ``data_too_large`` stays on. ``derandomize`` draws
+    the same examples on every run (from the test's name), none replayed from
+    hypothesis's database.
     """
 
-    @settings(max_examples=max_examples, deadline=None,
+    @settings(max_examples=max_examples, deadline=None, derandomize=derandomize,
+              database=None if derandomize else settings.default.database,
               suppress_health_check=[HealthCheck.too_slow])
     @given(strategy)
     def one(example: T) -> None:

@@ -50,7 +50,7 @@ from .filters import (
 from .handlers.create import create
 from .handlers.delete import delete, delete_collection
 from .handlers.get import get, list_item, list_objects, selection
-from .handlers.patch import patch
+from .handlers.patch import is_apply, patch
 from .handlers.scale import get_scale, patch_scale, update_scale
 from .handlers.update import bind, update
 from .handlers.watch import serve_watch
@@ -121,6 +121,8 @@ class Handler:
         """The handler of the request's verb, once every filter let it through."""
         req, verb, who = scope.resource, scope.verb, scope.who
         assert req is not None
+        if req.name is not None:
+            self.storage.check_key(req.rtype, req.namespace, req.name)
         if req.subresource == "scale":
             return await self._scale(request, req, verb, who)
         match verb:
@@ -157,27 +159,27 @@ class Handler:
                                    self._manager(request), opts, user=who)
                 return json_response(self._out(req, obj), 200, _warnings(opts.warnings))
             case "patch":
-                opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
-                                          "PatchOptions")
                 content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+                opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
+                                          "PatchOptions", apply=is_apply(req, content_type))
                 code, obj = await patch(self.writes, req, content_type, await request.read(),
-                                        self._manager(request),
-                                        bool(request.query.get("fieldManager")),
-                                        opts, user=who)
+                                        self._manager(request), opts, user=who)
                 return json_response(self._out(req, obj), code, _warnings(opts.warnings))
             case "delete":
                 options = DeleteOptions.parse(await request.read(), request.query,
-                                              request.query.getall("dryRun", []))
+                                              request.query.getall("dryRun", []),
+                                              request.headers.get("Content-Type", ""))
                 warnings: list[str] = []
                 obj, gone = await delete(self.writes, req, options, user=who, warnings=warnings)
                 return json_response(self._deleted(req, obj, gone), 200, _warnings(warnings))
-            case _:
+            case _:  # deletecollection: its ListOptions are read before its body
+                selection = self._selection(req, request.query)
                 options = DeleteOptions.parse(await request.read(), request.query,
-                                              request.query.getall("dryRun", []))
+                                              request.query.getall("dryRun", []),
+                                              request.headers.get("Content-Type", ""))
                 warnings = []
-                deleted = await delete_collection(
-                    self.writes, req, self._selection(req, request.query), options, user=who,
-                    warnings=warnings)
+                deleted = await delete_collection(self.writes, req, selection, options,
+                                                  user=who, warnings=warnings)
                 return json_response({
                     "kind": req.rtype.list_kind, "apiVersion": req.rtype.group_version,
                     "metadata": {"resourceVersion": str(self.storage.rv)},

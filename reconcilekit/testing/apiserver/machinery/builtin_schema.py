@@ -43,7 +43,7 @@ import orjson
 from .status import DecodeError
 from .unstructured import Obj, json_type
 
-__all__ = ["DATA_FILE", "KindFields", "kind_fields"]
+__all__ = ["DATA_FILE", "KindFields", "kind_fields", "object_meta_fields"]
 
 DATA_FILE: Final = "data/kube-apiserver-1.28-openapi-v3.json.gz"
 
@@ -61,6 +61,11 @@ _QUANTITY_SYNTAX: Final = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 _QUANTITY_RE: Final = re.compile(_QUANTITY_SYNTAX)
 _INT_RANGES: Final = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
+# Go's named string types the schemas write as plain strings, where errors name them.
+_NAMED_FIELDS: Final = {_META + "ObjectMeta.uid": "types.UID",
+                        _META + "OwnerReference.uid": "types.UID",
+                        _META + "Preconditions.uid": "types.UID"}
+
 # Node kinds: a compiled schema node is a small list, indexed by these.
 _ANY, _STRUCT, _LIST, _MAP, _STRING, _BOOL, _INT, _FLOAT, _INTSTR, _QTY, _TIMESTAMP = range(11)
 _KIND, _GO_TYPE, _ARG = 0, 1, 2  # [kind, Go type name, fields | element | int range]
@@ -75,14 +80,15 @@ class KindFields:
     def __init__(self, root: list[Any]) -> None:
         self._root = root
 
-    def decode(self, obj: Obj, *, sort: bool = False) -> list[str]:
-        """Check ``obj``'s values and drop its unknown fields, in place; their paths.
+    def decode(self, obj: Obj, *, sort: bool = False, prefix: str = "") -> list[str]:
+        """Check ``obj``'s values and drop its unknown fields, in place; their paths
+        (after ``prefix``, which names where ``obj`` sits in the request's object).
 
         ``sort``: read keys in sorted order (a patched object, as Go marshals
         it). Raises :class:`DecodeError` at the first value Go cannot decode.
         """
         unknown: list[str] = []
-        _struct(self._root, obj, "", "", unknown, sort)
+        _struct(self._root, obj, prefix, "", unknown, sort)
         return unknown
 
 
@@ -197,6 +203,13 @@ def kind_fields(group: str, version: str, kind: str) -> KindFields | None:
     return KindFields(root) if root[_KIND] == _STRUCT else None
 
 
+@functools.cache
+def object_meta_fields() -> KindFields:
+    """The decoder of an ``ObjectMeta`` on its own, as a custom resource's metadata is
+    decoded (its errors name ``ObjectMeta.<field>``), compiled once."""
+    return KindFields(_Compiler(_schemas()).named(_META + "ObjectMeta"))
+
+
 class _Compiler:
     """Schemas to nodes; a named schema is compiled once (types refer to themselves)."""
 
@@ -228,7 +241,9 @@ class _Compiler:
                 node = [_STRUCT, go_type, fields, type_name]
                 self.named_nodes[name] = node  # before its fields: they may refer to it
                 for field, sub in properties.items():
-                    fields[field] = self.anonymous(sub, "")
+                    named = _NAMED_FIELDS.get(f"{name}.{field}")
+                    fields[field] = ([_STRING, named, None] if named is not None
+                                     else self.anonymous(sub, ""))
                 return node
         self.named_nodes[name] = node
         return node

@@ -20,7 +20,7 @@ import datetime
 from typing import Any
 
 from ...._foundations.go_compat import go_quote
-from .builtin_schema import kind_fields
+from .builtin_schema import kind_fields, object_meta_fields
 from .resources import ResourceType
 from .status import DecodeError
 from .unstructured import Obj, json_type
@@ -45,6 +45,8 @@ def decode(rtype: ResourceType, obj: Obj, unknown: list[str] | None = None, *,
     if fields is not None:
         assert unknown is not None
         unknown.extend(fields.decode(obj, sort=sort))
+    elif not rtype.builtin:
+        _custom_resource_meta(obj["metadata"], unknown, sort)
     else:
         meta = obj["metadata"]
         _string_map(meta, "labels", "ObjectMeta.metadata.labels")
@@ -64,6 +66,28 @@ def decode(rtype: ResourceType, obj: Obj, unknown: list[str] | None = None, *,
             if not obj.get("type"):
                 obj["type"] = "Opaque"
     return obj
+
+
+# ObjectMeta's fields that are pointers in Go: a zero value is kept, not omitted.
+_META_POINTERS = frozenset({"deletionTimestamp", "deletionGracePeriodSeconds"})
+
+
+def _custom_resource_meta(meta: Obj, unknown: list[str] | None, sort: bool) -> None:
+    """A custom resource's metadata as kube-apiserver's CRD handler leaves it: decoded into
+    an ``ObjectMeta`` (a value of the wrong type fails, naming ``ObjectMeta.<field>``; an
+    unknown field is dropped and reported as ``metadata.<field>``) and encoded again, so
+    null label and annotation values become ``""`` and empty fields are omitted."""
+    found = object_meta_fields().decode(meta, sort=sort, prefix="metadata.")
+    if unknown is not None:
+        unknown.extend(found)
+    for key in ("labels", "annotations"):
+        if isinstance(values := meta.get(key), dict):
+            for k, v in values.items():
+                if v is None:
+                    values[k] = ""
+    for key in [k for k, v in meta.items()
+                if v is None or (k not in _META_POINTERS and v in ("", 0, [], {}))]:
+        del meta[key]
 
 
 def _type_error(value: Any, go_field: str, go_type: str) -> DecodeError:

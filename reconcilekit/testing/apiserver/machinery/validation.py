@@ -19,7 +19,7 @@ from .status import Cause
 
 __all__ = ["STANDARD_FINALIZERS", "config_key_errors", "dns_label_errors",
            "dns_subdomain_errors", "go_slice", "invalid", "invalid_slice", "label_value_errors",
-           "qualified_name_errors", "required",
+           "path_segment_problems", "qualified_name_errors", "required",
            "validate_name", "validate_object_meta"]
 
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -125,6 +125,13 @@ def invalid(field: str, value: Any, detail: str) -> Cause:
     shown = go_quote(value) if isinstance(value, str) else (
         "null" if value is None else str(value).lower() if isinstance(value, bool) else value)
     return Cause("FieldValueInvalid", f"Invalid value: {shown}: {detail}", field)
+
+
+def path_segment_problems(name: str) -> list[str]:
+    """``IsValidPathSegmentName``: why ``name`` cannot be one segment of a URL path."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 def validate_name(name: str, *, label: bool = False, field: str = "metadata.name") -> list[Cause]:

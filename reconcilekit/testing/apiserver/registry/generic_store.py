@@ -38,9 +38,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
+from ...._foundations.go_compat import go_quote
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import timestamp
+from ..machinery.validation import path_segment_problems
 from ..patching.field_ownership import FieldOwnership
 from ..storage.versioned_store import ObjKey, Table, TableKey, VersionedStore
 from .strategy import StrategyTable
@@ -107,6 +109,18 @@ class Storage(VersionedStore):
         return (stored.resource.group, stored.resource.plural)
 
     # -- reads ----------------------------------------------------------------
+
+    def check_key(self, rtype: ResourceType, namespace: str | None, name: str) -> None:
+        """The registry's KeyFunc checks of a request naming one object: 400 for a
+        namespaced one without a namespace, or a name that cannot be a path segment."""
+        if rtype.resource.namespaced and not namespace:
+            raise StatusError.bad_request("Namespace parameter required.")
+        if not name:
+            raise StatusError.bad_request("Name parameter required.")
+        problems = path_segment_problems(name)
+        if problems:
+            raise StatusError.bad_request(f"Name parameter invalid: {go_quote(name)}: "
+                                          + ";".join(problems))
 
     def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
         obj = self.table(rtype).objects.get((namespace, name))

@@ -27,12 +27,9 @@ _APPLY_PATCH: Final = "application/apply-patch+yaml"
 _PATCH_TYPES: Final = (_JSON_PATCH, _MERGE_PATCH, _STRATEGIC_PATCH, _APPLY_PATCH)
 
 
-async def patch(path: WritePath, req: ResourceRequest, content_type: str, raw: bytes,
-                manager: str, field_manager_given: bool,
-                options: WriteOptions | None = None, *,
-                user: RequestUser = ADMIN) -> tuple[int, Obj]:
-    assert req.name is not None
-    options = options or WriteOptions()
+def is_apply(req: ResourceRequest, content_type: str) -> bool:
+    """Whether a PATCH of ``content_type`` is a server-side apply; a 415 for a patch type
+    the resource does not take (checked before anything else of the request)."""
     rtype = req.rtype
     if rtype.builtin and content_type not in _PATCH_TYPES:  # go-restful's route: no consumer
         raise StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
@@ -42,8 +39,19 @@ async def patch(path: WritePath, req: ResourceRequest, content_type: str, raw: b
         raise StatusError(415, "UnsupportedMediaType",
                           f'the body of the request was in an unknown format - accepted media '
                           f'types include: {", ".join(accepted)}')
-    if content_type == _APPLY_PATCH:
-        return await _apply(path, req, raw, manager, field_manager_given, options, user)
+    return content_type == _APPLY_PATCH
+
+
+async def patch(path: WritePath, req: ResourceRequest, content_type: str, raw: bytes,
+                manager: str, options: WriteOptions | None = None, *,
+                user: RequestUser = ADMIN) -> tuple[int, Obj]:
+    """A PATCH of any type; ``options`` were checked as ``PatchOptions`` of it (an apply
+    has its field manager)."""
+    assert req.name is not None
+    options = options or WriteOptions()
+    rtype = req.rtype
+    if is_apply(req, content_type):
+        return await _apply(path, req, raw, manager, options, user)
     document = _decode_patch(content_type, raw)
 
     def change(old: Obj) -> tuple[Obj, None]:
@@ -73,14 +81,10 @@ async def patch(path: WritePath, req: ResourceRequest, content_type: str, raw: b
 
 
 async def _apply(path: WritePath, req: ResourceRequest, raw: bytes, manager: str,
-                 field_manager_given: bool, options: WriteOptions,
-                 user: RequestUser) -> tuple[int, Obj]:
+                 options: WriteOptions, user: RequestUser) -> tuple[int, Obj]:
     """Server-side apply: create the object, or merge the configuration into it,
     with field ownership and conflicts (see :mod:`...patching.field_ownership`)."""
     assert req.name is not None
-    if not field_manager_given:
-        raise StatusError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: '
-                          "fieldManager: Required value: is required for apply patch", {})
     try:
         applied = yaml.safe_load(raw)
     except yaml.YAMLError as err:

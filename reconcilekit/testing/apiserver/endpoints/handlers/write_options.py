@@ -8,31 +8,53 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import orjson
-
 from ....._foundations.go_compat import go_quote
 from ...machinery.request_info import go_int
 from ...machinery.status import Cause, StatusError
 from ...machinery.unstructured import Obj
 from ...machinery.validation import invalid
-from .delete_body import delete_options_body
+from .delete_body import decode_delete_body, delete_options_body
 
-__all__ = ["DeleteOptions", "WriteOptions", "dry_run_of", "parse_json"]
+__all__ = ["DeleteOptions", "WriteOptions", "dry_run_of"]
 
 _PROPAGATION: Final = ("Foreground", "Background", "Orphan")
 
 
+def _dry_run_causes(values: Sequence[str]) -> list[Cause]:
+    """``ValidateDryRun``: ``All`` or nothing."""
+    if all(v == "All" for v in values):
+        return []
+    shown = "[]string{" + ", ".join(go_quote(v) for v in values) + "}"
+    return [Cause("FieldValueNotSupported",
+                  f'Unsupported value: {shown}: supported values: "All"', "dryRun")]
+
+
 def dry_run_of(values: list[str], options_kind: str) -> bool:
     """The ``dryRun`` option: ``All`` or nothing (422 on ``options_kind`` otherwise)."""
-    if any(v != "All" for v in values):
-        shown = "[]string{" + ", ".join(go_quote(v) for v in values) + "}"
-        raise StatusError.invalid_options(options_kind, [Cause(
-            "FieldValueNotSupported", f'Unsupported value: {shown}: supported values: "All"',
-            "dryRun")])
+    causes = _dry_run_causes(values)
+    if causes:
+        raise StatusError.invalid_options(options_kind, causes)
     return bool(values)
 
 
 _FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
+FIELD_MANAGER_MAX_LENGTH: Final = 128
+
+
+def _field_manager_causes(manager: str) -> list[Cause]:
+    """``ValidateFieldManager``: at most 128 bytes, every character printable (Go's
+    ``unicode.IsPrint``), each other one named with its byte position."""
+    causes = []
+    if len(manager.encode()) > FIELD_MANAGER_MAX_LENGTH:
+        causes.append(Cause("FieldValueTooLong", f"Too long: must have at most "
+                            f"{FIELD_MANAGER_MAX_LENGTH} bytes", "fieldManager"))
+    position = 0
+    for ch in manager:
+        if not ch.isprintable():
+            causes.append(invalid("fieldManager", manager, f"invalid character "
+                                  f"U+{ord(ch):04X} (at position {position})"))
+        position += len(ch.encode("utf-8", "surrogatepass"))
+    return causes
 
 
 @dataclass(slots=True)
@@ -53,17 +75,32 @@ class WriteOptions:
     validation_given: str = ""
 
     @classmethod
-    def parse(cls, query: Mapping[str, str], dry_run: Sequence[str],
-              options_kind: str) -> WriteOptions:
-        """From the query (422 on ``options_kind`` for a value kube-apiserver refuses)."""
+    def parse(cls, query: Mapping[str, str], dry_run: Sequence[str], options_kind: str, *,
+              apply: bool | None = None) -> WriteOptions:
+        """From the query: one 422 on ``options_kind`` naming every value kube-apiserver
+        refuses, in its order (``ValidateCreateOptions``, ``ValidateUpdateOptions``,
+        ``ValidatePatchOptions``; ``apply``: whether a patch is an apply, None for a
+        create or update)."""
+        manager = query.get("fieldManager", "")
+        causes: list[Cause] = []
+        if apply is False and "force" in query:
+            causes.append(Cause("FieldValueForbidden", "Forbidden: may not be specified for "
+                                "non-apply patch", "force"))
+        if apply and not manager:
+            causes.append(Cause("FieldValueRequired", "Required value: is required for apply "
+                                "patch", "fieldManager"))
+        causes += _field_manager_causes(manager)
+        causes += _dry_run_causes(dry_run)
         validation = query.get("fieldValidation", "")
         if validation not in _FIELD_VALIDATION:
-            raise StatusError.invalid_options(options_kind, [Cause(
+            causes.append(Cause(
                 "FieldValueNotSupported", f"Unsupported value: {go_quote(validation)}: "
-                'supported values: "", "Ignore", "Strict", "Warn"', "fieldValidation")])
+                'supported values: "", "Ignore", "Strict", "Warn"', "fieldValidation"))
+        if causes:
+            raise StatusError.invalid_options(options_kind, causes)
         force = query.get("force", "") in ("true", "1")
-        return cls(dry_run_of(list(dry_run), options_kind), validation or "Warn", force,
-                   field_manager=query.get("fieldManager", ""), validation_given=validation)
+        return cls(bool(dry_run), validation or "Warn", force, field_manager=manager,
+                   validation_given=validation)
 
     def review_options(self, kind: str) -> Obj:
         """The CreateOptions or UpdateOptions admission webhooks are sent."""
@@ -118,16 +155,16 @@ class DeleteOptions:
 
     @classmethod
     def parse(cls, raw: bytes, query: Mapping[str, str],
-              query_dry_run: Sequence[str] = ()) -> DeleteOptions:
-        """Decode and validate (400 for a body that is not JSON or a bad query, 500 for a
-        body that does not decode into DeleteOptions as on kube-apiserver: see
-        :func:`delete_options_body`, 422 for bad values).
+              query_dry_run: Sequence[str] = (), content_type: str = "") -> DeleteOptions:
+        """Decode and validate (500 for a body that does not decode into DeleteOptions as
+        on kube-apiserver: see :mod:`.delete_body`; 415 for a body of a type it does not
+        read; 400 for a bad query; 422 for bad values).
 
         ``query_dry_run`` holds the query's ``dryRun`` values (the parameter repeats).
         """
         grace: Any
         if raw.strip():
-            body = delete_options_body(parse_json(raw))
+            body = delete_options_body(decode_delete_body(raw, content_type))
             pre = body.get("preconditions") or {}
             grace, policy = body.get("gracePeriodSeconds"), body.get("propagationPolicy")
             orphan, dry = body.get("orphanDependents"), body.get("dryRun") or []
@@ -161,9 +198,3 @@ def _go_bool(value: str) -> bool:
     raise StatusError.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
 
 
-def parse_json(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as err:
-        raise StatusError.bad_request(
-            f"couldn't get version/kind; json parse error: {err}") from None

@@ -82,13 +82,10 @@ class WritePath:
         if meta is None:
             body = dict(body, metadata={})
         elif not isinstance(meta, dict):
+            where = (f"Go struct field {r.kind}.metadata" if req.rtype.builtin
+                     else "Go value")  # a custom resource's metadata is decoded on its own
             raise self._undecodable(req, body, patched, f"json: cannot unmarshal "
-                                    f"{json_type(meta)} into Go struct field {r.kind}.metadata "
-                                    "of type v1.ObjectMeta")
-        ns = body["metadata"].get("namespace")
-        if r.namespaced and ns and ns != req.namespace:
-            raise StatusError.bad_request("the namespace of the provided object does not match "
-                                          "the namespace sent on the request")
+                                    f"{json_type(meta)} into {where} of type v1.ObjectMeta")
         paths: list[str] = []
         try:
             decoded = decode(req.rtype, body, paths, sort=patched)
@@ -96,6 +93,10 @@ class WritePath:
             self.strategy(req).check_encoding(decoded)
         except DecodeError as err:
             raise self._undecodable(req, body, patched, str(err)) from None
+        ns = decoded["metadata"].get("namespace")
+        if r.namespaced and ns and ns != req.namespace:
+            raise StatusError.bad_request("the namespace of the provided object does not match "
+                                          "the namespace sent on the request")
         if applied and paths:
             raise _undeclared(req, decoded, paths[0])
         if default:
