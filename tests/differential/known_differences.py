@@ -123,4 +123,19 @@ NOT_YET_MATCHED: dict[str, Known] = {
         "a custom resource's validation errors come in another order, and the scale "
         "subresource's check of .spec.replicas ('should be a non-negative integer') is "
         "missing")),
+    "python-deployments": Known(1, (
+        'managedFields of a built-in kind: list-maps owned whole (`f:containers: {}` '
+        'instead of `k:{"name":"main"}` entries), `.` entries on structs, `f:selector` '
+        'not atomic')),
+    "python-policy-and-networking": Known(1, (
+        'a PVC gets neither the kubernetes.io/pvc-protection finalizer nor '
+        'spec.volumeMode Filesystem; its managedFields have `.` entries on structs')),
+    "python-rbac": Known(2, (
+        'managedFields of a RoleBinding: its atomic roleRef recorded field by field '
+        '(`f:roleRef: {}` on kube-apiserver)')),
+    "python-services": Known(1, (
+        'managedFields of a Service: ports owned whole instead of by '
+        '`k:{"port":80,"protocol":"TCP"}`, `.` entries on structs, selector not atomic')),
+    "python-workloads": Known(1, (
+        'managedFields of a StatefulSet: `.` entries on structs, list-maps owned whole')),
 }

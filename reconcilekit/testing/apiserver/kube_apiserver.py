@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from ...webhook._certificates import ServingCertificate
+from ...webhook._tls_handshakes import stop_tls_site
 from .admission import webhook_configurations
 from .apiextensions import definition_strategy
 from .controllers.builtin_controllers import Lifecycle
@@ -157,8 +158,11 @@ class APIServer:
         if self._runner is None:
             return
         self.faults.close_watches()
-        runner, self._runner, self._site = self._runner, None, None
-        await runner.cleanup()
+        runner, site = self._runner, self._site
+        self._runner = self._site = None
+        # every connection aborted after cleanup: an idle keep-alive TLS connection (a
+        # blocking client's pool) would otherwise wait for the peer's close_notify
+        await stop_tls_site(runner, None if site is None else site._server)
         self._remove_ca()
 
     def _remove_ca(self) -> None:

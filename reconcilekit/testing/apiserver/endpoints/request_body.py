@@ -59,7 +59,7 @@ def _unrecognized(kind: str, why: str, raw: bytes) -> StatusError:
 
 def decode_body(content_type: str, raw: bytes, kind: str) -> dict[str, Any]:
     """The object a create or update body holds (``kind``: the resource's kind)."""
-    media = content_type.split(";")[0].strip().lower()
+    media = content_type.split(";")[0].strip().lower() or _JSON  # no type: JSON
     if media == _JSON:
         problem = syntax_error(raw)
         if problem is not None:

@@ -43,7 +43,7 @@ from .strategy import AccountLookup, Strategy
 from .workload_defaults import default_namespace, default_pod_template
 
 __all__ = ["ConfigMapStrategy", "EventStrategy", "LeaseStrategy", "NamespaceStrategy",
-           "PodStrategy", "PodTemplateStrategy", "SecretStrategy"]
+           "PodStrategy", "PodTemplateStrategy", "ReturnsDeletedStrategy", "SecretStrategy"]
 
 
 class NamespaceStrategy(Strategy):
@@ -99,6 +99,13 @@ def _label_namespace(obj: Obj) -> None:
     meta = obj["metadata"]
     meta["labels"] = dict(meta.get("labels") or {},
                           **{"kubernetes.io/metadata.name": meta["name"]})
+
+
+class ReturnsDeletedStrategy(Strategy):
+    """A kind without rules of its own here whose DELETE answers with the deleted object
+    (its registry's ReturnDeletedObject: ServiceAccounts, StorageClasses)."""
+
+    return_deleted_object = True
 
 
 class PodStrategy(Strategy):

@@ -216,7 +216,7 @@ class Storage(VersionedStore):
         managed = managed_fields if managed_fields is not None else (
             self.ownership(rtype).updated(None, obj, manager, None, self.now()))
         self.strategies.of(rtype).prepare_for_create(rtype, obj, table.objects.values())
-        meta["managedFields"] = managed
+        _set_managed_fields(meta, managed)
         return obj
 
     def commit_create(self, rtype: ResourceType, namespace: str,
@@ -303,7 +303,7 @@ class Storage(VersionedStore):
         if rtype.generation and spec_changed(rtype, old, result):
             rmeta["generation"] = meta.get("generation", 0) + 1
         rmeta["resourceVersion"] = meta["resourceVersion"]
-        rmeta["managedFields"] = managed_fields
+        _set_managed_fields(rmeta, managed_fields)
         return result
 
     def commit_update(self, rtype: ResourceType, old: dict[str, Any],
@@ -465,3 +465,11 @@ class Storage(VersionedStore):
         obj = self.get(rtype, namespace, name)
         self.update(rtype, namespace, name, dict(obj, status=status), subresource="status",
                     manager="kube-apiserver", check_rv=False)
+
+
+def _set_managed_fields(meta: dict[str, Any], managed: list[Any]) -> None:
+    """``metadata.managedFields``, omitted when no manager owns a field (Go's omitempty)."""
+    if managed:
+        meta["managedFields"] = managed
+    else:
+        meta.pop("managedFields", None)

@@ -14,6 +14,7 @@ from .core_strategies import (
     NamespaceStrategy,
     PodStrategy,
     PodTemplateStrategy,
+    ReturnsDeletedStrategy,
     SecretStrategy,
 )
 from .service_strategy import ServiceStrategy
@@ -41,6 +42,8 @@ def builtin_strategies() -> StrategyTable:
             ("", "podtemplates", PodTemplateStrategy()),
             ("", "configmaps", ConfigMapStrategy()),
             ("", "secrets", SecretStrategy()),
+            ("", "serviceaccounts", ReturnsDeletedStrategy()),
+            ("storage.k8s.io", "storageclasses", ReturnsDeletedStrategy()),
             ("", "services", ServiceStrategy()),
             ("", "replicationcontrollers", ReplicationControllerStrategy()),
             ("", "events", EventStrategy(strict=False)),
