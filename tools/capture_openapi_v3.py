@@ -7,8 +7,13 @@ binaries in ``DIR``, no kube-controller-manager), fetches ``/openapi/v3`` and
 every group-version document it lists, and writes the component schemas that
 decoding needs (see :mod:`reconcilekit.testing.apiserver.machinery.builtin_schema`)
 as gzipped, compact JSON: types, formats, properties, required, enums,
-items/additionalProperties, references, and the ``x-kubernetes-*`` markers.
-Descriptions, defaults and examples are dropped. The output is deterministic
+items/additionalProperties, references, the ``x-kubernetes-*`` markers, and
+``default: {}``, which kube-apiserver publishes on exactly the struct fields
+that are values rather than pointers in Go (a kind's ``spec``, a
+Deployment's ``strategy``, a container's ``resources``): server-side apply's
+field sets depend on it (such a field exists, empty, in the zero object a
+create is compared with). Descriptions, other defaults and examples are
+dropped. The output is deterministic
 (sorted keys, gzip without a timestamp), so a re-capture of the same server
 changes nothing.
 """
@@ -50,6 +55,8 @@ def _compact(schema: Any) -> Any:
             out[key] = value.removeprefix("#/components/schemas/")
         elif key in _KEEP:
             out[key] = value
+        elif key == "default" and value == {}:
+            out[key] = value  # marks a Go struct field that is not a pointer (see docstring)
     return out
 
 

@@ -10,7 +10,8 @@ servers and compares the records step by step after
 
 Kept out of a record, as the kubectl sessions keep it out (docs/testing.md,
 "Different by design"): state that kube-controller-manager writes on the real
-server while a session runs (the ``status`` of the kinds it controls, its
+server while a session runs (the ``status`` of the kinds it controls and of their
+Scale, its
 ``deployment.kubernetes.io/`` annotations, the managedFields entries of
 managers other than the client's own). Nothing else is dropped.
 """
@@ -29,7 +30,7 @@ __all__ = ["SESSIONS", "Steps"]
 CLIENT_MANAGER = "OpenAPI-Generator"  # the client's User-Agent, the default field manager
 CONTROLLED = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job",
                         "CronJob", "HorizontalPodAutoscaler", "PersistentVolumeClaim",
-                        "PodDisruptionBudget"})
+                        "PodDisruptionBudget", "Scale"})  # a Scale shows its target's status
 TIMEOUT = 30  # seconds: a call that hangs fails its session instead of the run
 
 
@@ -72,6 +73,8 @@ def _drop_controller_state(obj: Any) -> None:
         if isinstance(meta.get("annotations"), dict):
             meta["annotations"] = {k: v for k, v in meta["annotations"].items()
                                    if not k.startswith("deployment.kubernetes.io/")}
+            if not meta["annotations"]:
+                del meta["annotations"]
         if isinstance(meta.get("managedFields"), list):
             meta["managedFields"] = [e for e in meta["managedFields"]
                                      if e.get("manager") == CLIENT_MANAGER]

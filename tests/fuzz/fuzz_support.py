@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -32,16 +33,22 @@ JSON = st.recursive(JSON_SCALARS,
                     max_leaves=10)
 
 
+EXPLORE = bool(os.environ.get("RECONCILEKIT_FUZZ_EXPLORE"))
+
+
 async def explore(strategy: st.SearchStrategy[T], check: Callable[[T], Awaitable[None]], *,
-                  max_examples: int, derandomize: bool = False) -> None:
+                  max_examples: int) -> None:
     """Run ``check`` on ``max_examples`` generated examples, in this event loop.
 
     Slow examples (network round trips) are expected: no deadline, and the
     ``too_slow`` health check is off; big generated bodies are built from
-    small drawn sizes, so ``data_too_large`` stays on. ``derandomize`` draws
-    the same examples on every run (from the test's name), none replayed from
-    hypothesis's database.
+    small drawn sizes, so ``data_too_large`` stays on. The examples are the
+    same on every run (derandomized from the test's name, none replayed from
+    hypothesis's database), so a pass stays a pass; with
+    ``RECONCILEKIT_FUZZ_EXPLORE=1`` each run draws new ones, to look for what
+    no run has reached yet.
     """
+    derandomize = not EXPLORE
 
     @settings(max_examples=max_examples, deadline=None, derandomize=derandomize,
               database=None if derandomize else settings.default.database,

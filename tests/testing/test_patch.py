@@ -21,7 +21,6 @@ from reconcilekit.testing.apiserver.patching.json_patch import (
     merge_patch,
 )
 from reconcilekit.testing.apiserver.patching.strategic_merge import (
-    BUILTIN_PATCH_SCHEMAS,
     MergeList,
     PatchSchema,
     patch_schema_for,
@@ -332,7 +331,7 @@ def test_json_patch_never_mutates_its_arguments(target: JSON, ops: list[Any]) ->
 
 # --- strategic merge patch ---
 
-POD = BUILTIN_PATCH_SCHEMAS["Pod"]
+POD = patch_schema_for("", "v1", "Pod")
 
 
 def _pod(**spec: Any) -> dict[str, Any]:
@@ -550,16 +549,18 @@ def test_smp_top_level_directives() -> None:
     assert strategic_merge_patch({"a": 1}, {"$patch": "replace", "b": 2}, {}) == {"b": 2}
 
 
-def test_smp_uses_the_metadata_rules_for_every_builtin_kind() -> None:
-    for kind in ("ConfigMap", "Secret", "Namespace", "Event", "Lease", "Pod"):
-        schema = BUILTIN_PATCH_SCHEMAS[kind]
-        assert schema.lists["metadata.finalizers"] == MergeList()
-        assert schema.lists["metadata.ownerReferences"] == MergeList("uid")
+@pytest.mark.parametrize(("group", "kind"), [
+    ("", "ConfigMap"), ("", "Secret"), ("", "Namespace"), ("", "Event"),
+    ("coordination.k8s.io", "Lease"), ("", "Pod"), ("apps", "Deployment"), ("", "Service")])
+def test_smp_uses_the_metadata_rules_for_every_builtin_kind(group: str, kind: str) -> None:
+    meta = patch_schema_for(group, "v1", kind).root.child("metadata")
+    assert meta.child("finalizers").rule == MergeList()
+    assert meta.child("ownerReferences").rule == MergeList("uid")
 
 
 def test_smp_schema_for_an_unknown_kind_keeps_the_metadata_rules() -> None:
-    assert patch_schema_for("Pod") is POD
-    schema = patch_schema_for("Widget")
+    assert patch_schema_for("", "v1", "Pod") is POD
+    schema = patch_schema_for("example.com", "v1", "Widget")
     patched = strategic_merge_patch(
         {"metadata": {"finalizers": ["a"]}, "spec": {"items": [1]}},
         {"metadata": {"finalizers": ["b"]}, "spec": {"items": [2]}},
@@ -571,7 +572,7 @@ def test_smp_schema_for_an_unknown_kind_keeps_the_metadata_rules() -> None:
 def test_smp_namespace_conditions_merge_by_type() -> None:
     target = {"status": {"conditions": [{"type": "A", "status": "True"}]}}
     patch = {"status": {"conditions": [{"type": "B", "status": "False"}]}}
-    patched = strategic_merge_patch(target, patch, BUILTIN_PATCH_SCHEMAS["Namespace"])
+    patched = strategic_merge_patch(target, patch, patch_schema_for("", "v1", "Namespace"))
     assert [c["type"] for c in patched["status"]["conditions"]] == ["B", "A"]
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import gzip
 import re
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any, Final
 
@@ -43,7 +44,8 @@ import orjson
 from .status import DecodeError
 from .unstructured import Obj, json_type
 
-__all__ = ["DATA_FILE", "KindFields", "kind_fields", "object_meta_fields"]
+__all__ = ["DATA_FILE", "KindFields", "kind_fields", "kind_schema_name", "object_meta_fields",
+           "openapi_schemas"]
 
 DATA_FILE: Final = "data/kube-apiserver-1.28-openapi-v3.json.gz"
 
@@ -190,6 +192,17 @@ def _kinds() -> dict[tuple[str, str, str], str]:
         for gvk in schema.get("x-kubernetes-group-version-kind", ()):
             out.setdefault((gvk["group"], gvk["version"], gvk["kind"]), name)
     return out
+
+
+def openapi_schemas() -> Mapping[str, Any]:
+    """The captured component schemas by name (read once, on first use; read-only)."""
+    return _schemas()
+
+
+def kind_schema_name(group: str, version: str, kind: str) -> str | None:
+    """The schema name of a built-in kind; None for a kind kube-apiserver 1.28 does not
+    serve."""
+    return _kinds().get((group, version, kind))
 
 
 @functools.cache

@@ -29,7 +29,7 @@ and no path is owned by two managers unless both applied the same value.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -37,70 +37,29 @@ import orjson
 from ..machinery.resources import ResourceType
 from ..machinery.status import StatusError
 from ..machinery.unstructured import timestamp
-from .strategic_schemas import SchemaNode, patch_schema_for
+from .strategic_schemas import SchemaNode, custom_resource_node, patch_schema_for
 
-__all__ = ["ApplyConflict", "FieldOwnership", "Shape"]
+__all__ = ["ApplyConflict", "FieldOwnership", "Shape", "shape_of"]
 
 Step = tuple[str, Any]  # ("f", name) | ("k", keys JSON) | ("v", value JSON) | ("i", index)
 Path = tuple[Step, ...]
 _IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generation",
                            "creationTimestamp", "deletionTimestamp", "managedFields",
                            "deletionGracePeriodSeconds", "selfLink"})
-_PORT_KEYS = ("containerPort", "protocol")
 
 
 # -- the shape of an object: which lists are associative ----------------------------------
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """How one node's lists merge: ``atomic``, ``map`` (by ``keys``) or ``set``."""
-
-    list_type: str = "atomic"
-    keys: tuple[str, ...] = ()
-    fields: Mapping[str, Shape] = field(default_factory=dict)
-    items: Shape | None = None
-    extra: Shape | None = None   # the shape of every map value (additionalProperties)
-
-    def child(self, name: str) -> Shape:
-        return self.fields.get(name) or self.extra or _ATOMIC
-
-    def item(self) -> Shape:
-        return self.items or _ATOMIC
-
-    @classmethod
-    def of(cls, rtype: ResourceType) -> Shape:
-        """A custom resource's shape from its schema; a built-in kind's from its patch keys."""
-        if rtype.schema is not None:
-            return cls._from_schema(rtype.schema.schema, ("metadata",))
-        return cls._from_patch(patch_schema_for(rtype.resource.kind).root, "")
-
-    @classmethod
-    def _from_schema(cls, node: Mapping[str, Any], skip: tuple[str, ...] = ()) -> Shape:
-        props = node.get("properties") if isinstance(node.get("properties"), Mapping) else {}
-        assert isinstance(props, Mapping)
-        fields = {k: cls._from_schema(v) for k, v in props.items()
-                  if isinstance(v, Mapping) and k not in skip}
-        fields.setdefault("metadata", _METADATA)
-        items = node.get("items")
-        extra = node.get("additionalProperties")
-        return cls(str(node.get("x-kubernetes-list-type") or "atomic"),
-                   tuple(node.get("x-kubernetes-list-map-keys") or ()), fields,
-                   cls._from_schema(items) if isinstance(items, Mapping) else None,
-                   cls._from_schema(extra) if isinstance(extra, Mapping) else None)
-
-    @classmethod
-    def _from_patch(cls, node: SchemaNode, name: str) -> Shape:
-        list_type, keys = "atomic", tuple[str, ...]()
-        if node.rule is not None:
-            key = node.rule.key
-            list_type = "set" if key is None else "map"
-            keys = () if key is None else _PORT_KEYS if name == "ports" else (key,)
-        return cls(list_type, keys, {k: cls._from_patch(v, k) for k, v in node.fields.items()},
-                   cls._from_patch(node.items, name) if node.items else None)
+Shape = SchemaNode  # how a node's members are owned: see .strategic_schemas
 
 
-_ATOMIC = Shape()
-_METADATA = Shape._from_patch(patch_schema_for("").root.fields["metadata"], "metadata")
+def shape_of(rtype: ResourceType) -> Shape:
+    """A custom resource's shape from its schema; a built-in kind's from kube-apiserver's
+    OpenAPI schema of it."""
+    if rtype.schema is not None:
+        return custom_resource_node(rtype.schema.schema)
+    r = rtype.resource
+    return patch_schema_for(r.group, r.version, r.kind).root
 
 
 # -- field sets -----------------------------------------------------------------------------
@@ -119,10 +78,12 @@ def _element(item: Any, shape: Shape) -> Step | None:
 
 
 def _children(value: Any, shape: Shape) -> Iterator[tuple[Step, Any, Shape]]:
-    """The members of a map, or the elements of an associative list or set."""
+    """The members of a map (a null one is unset), or the elements of an associative list
+    or set."""
     if isinstance(value, Mapping):
         for k, v in value.items():
-            yield ("f", k), v, shape.child(k)
+            if v is not None:
+                yield ("f", k), v, shape.child(k)
     elif isinstance(value, list) and shape.list_type in ("map", "set"):
         for item in value:
             step = _element(item, shape)
@@ -131,8 +92,10 @@ def _children(value: Any, shape: Shape) -> Iterator[tuple[Step, Any, Shape]]:
 
 
 def _granular(value: Any, shape: Shape) -> bool:
-    return isinstance(value, Mapping) or (isinstance(value, list)
-                                          and shape.list_type in ("map", "set"))
+    """Whether ``value``'s members are owned one by one (not an atomic map or list)."""
+    if isinstance(value, Mapping):
+        return not shape.atomic
+    return isinstance(value, list) and shape.list_type in ("map", "set")
 
 
 def leaves(value: Any, shape: Shape, path: Path = ()) -> set[Path]:
@@ -140,8 +103,8 @@ def leaves(value: Any, shape: Shape, path: Path = ()) -> set[Path]:
     out: set[Path] = set()
     for step, child, child_shape in _children(value, shape):
         sub = (*path, step)
-        if step[0] in ("k", "v"):
-            out.add(sub)
+        if step[0] in ("k", "v") or (step[0] == "f" and not shape.declares(step[1])):
+            out.add(sub)  # a list element, or a map's value: itself a member
         if _granular(child, child_shape) and (child or step[0] == "k"):
             out |= leaves(child, child_shape, sub)
         elif step[0] == "f":
@@ -150,6 +113,7 @@ def leaves(value: Any, shape: Shape, path: Path = ()) -> set[Path]:
 
 
 def _every(value: Any, shape: Shape, path: Path) -> set[Path]:
+    """``path`` and every path below it (a subtree its parent did not hold at all)."""
     out = {path}
     if _granular(value, shape):
         for step, child, child_shape in _children(value, shape):
@@ -169,7 +133,19 @@ def compare(old: Any, new: Any, shape: Shape, path: Path = ()
                 _children(new, shape)}
         for step, (child, child_shape) in news.items():
             sub = (*path, step)
-            if step not in olds:
+            zero = step not in olds and step[0] == "f" and (
+                child_shape.value or shape.in_zero_object(step[1]))
+            if zero and isinstance(child, Mapping):
+                # a struct held by value (or a required map) was there, empty or null: only
+                # what is in it is new
+                a, _, m = compare({}, child, child_shape, sub)
+                added |= a | m
+            elif zero and isinstance(child, list) and _granular(child, child_shape):
+                # a required associative list or set was there, null: its elements are new,
+                # the list itself is no new member (structured-merge-diff's Compare)
+                for item_step, item, item_shape in _children(child, child_shape):
+                    added |= _every(item, item_shape, (*sub, item_step))
+            elif step not in olds:
                 added |= _every(child, child_shape, sub)
             elif olds[step] != child:
                 a, r, m = compare(olds[step], child, child_shape, sub)
@@ -178,8 +154,12 @@ def compare(old: Any, new: Any, shape: Shape, path: Path = ()
                 modified |= m
         for step, child in olds.items():
             if step not in news:
-                removed |= _every(child, shape.child(step[1]) if step[0] == "f"
-                                  else shape.item(), (*path, step))
+                child_shape = shape.child(step[1]) if step[0] == "f" else shape.item()
+                if step[0] == "f" and isinstance(child, Mapping) and (
+                        child_shape.value or shape.in_zero_object(step[1])):
+                    removed |= compare(child, {}, child_shape, (*path, step))[1]
+                else:
+                    removed |= _every(child, child_shape, (*path, step))
     elif old != new and path:
         modified.add(path)
     return added, removed, modified
@@ -286,6 +266,20 @@ class _Entry:
             name += f' with subresource "{self.subresource}"'
         return f"{name} using {self.api_version}" if self.operation == "Update" else name
 
+    def give_up(self, paths: set[Path]) -> None:
+        """Another manager took (or removed) ``paths``."""
+        self.paths -= paths
+
+    def take(self, paths: set[Path], *, only: bool = False) -> None:
+        """This manager owns ``paths`` too (``only``: owns exactly them)."""
+        self.paths = set(paths) if only else self.paths | paths
+
+    def stamp(self, api_version: str, time: str | None) -> None:
+        """This manager wrote at ``api_version``, at ``time`` (None: its time stays)."""
+        self.api_version = api_version
+        if time is not None:
+            self.time = time
+
     def sort_key(self) -> str:  # apply managers by name, update managers after them
         return self.manager if self.operation == "Apply" else "{" + self.manager
 
@@ -319,7 +313,7 @@ class FieldOwnership:
 
     def __init__(self, rtype: ResourceType) -> None:
         self.rtype = rtype
-        self.shape = Shape.of(rtype)
+        self.shape = shape_of(rtype)
 
     def _owned(self, paths: set[Path], subresource: str | None) -> set[Path]:
         flag = self.rtype.status_subresource
@@ -339,9 +333,7 @@ class FieldOwnership:
             mine = _Entry(manager, operation, self.rtype.group_version, "", subresource or "",
                           set())
             entries.append(mine)
-        mine.api_version = self.rtype.group_version
-        if now is not None:
-            mine.time = timestamp(now)
+        mine.stamp(self.rtype.group_version, None if now is None else timestamp(now))
         return mine
 
     def updated(self, old: Mapping[str, Any] | None, new: dict[str, Any], manager: str,
@@ -352,10 +344,9 @@ class FieldOwnership:
         changed = self._owned(added | modified, subresource)
         removed = self._owned(removed, subresource)
         for entry in entries:
-            entry.paths -= changed | removed
+            entry.give_up(changed | removed)
         if changed:
-            mine = self._own(entries, manager, "Update", subresource, now)
-            mine.paths |= changed
+            self._own(entries, manager, "Update", subresource, now).take(changed)
         return self._dump(entries)
 
     def created_by_apply(self, obj: Mapping[str, Any], manager: str,
@@ -384,7 +375,7 @@ class FieldOwnership:
             raise _conflict_error(conflicts)
         for entry in entries:
             if entry.identity != (manager, "Apply", subresource or ""):
-                entry.paths -= touched | self._owned(removed, subresource)
+                entry.give_up(touched | self._owned(removed, subresource))
         others = set().union(*(e.paths for e in entries
                                if e.identity != (manager, "Apply", subresource or "")))
         gone: list[Path] = []
@@ -397,8 +388,8 @@ class FieldOwnership:
         # kube-apiserver stamps the applier's time only if its apply changed the object, so a
         # repeated apply changes nothing at all (no new resourceVersion, no watch event)
         changed = _content(merged) != _content(live)
-        mine = self._own(entries, manager, "Apply", subresource, now if changed else None)
-        mine.paths = applied
+        self._own(entries, manager, "Apply", subresource, now if changed else None).take(
+            applied, only=True)
         return merged, self._dump(entries)
 
 
@@ -434,7 +425,7 @@ def _conflict_error(conflicts: list[tuple[_Entry, Path]]) -> ApplyConflict:
 def merge(live: Any, config: Any, shape: Shape) -> Any:
     """``config`` merged into ``live``: maps member by member, associative lists by key,
     sets as unions; anything else (scalars, atomic lists) is replaced."""
-    if isinstance(live, Mapping) and isinstance(config, Mapping):
+    if isinstance(live, Mapping) and isinstance(config, Mapping) and not shape.atomic:
         out = dict(live)
         for k, v in config.items():
             out[k] = merge(live[k], v, shape.child(k)) if k in live else v

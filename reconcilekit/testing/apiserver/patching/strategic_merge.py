@@ -2,8 +2,10 @@
 
 Follows k8s.io/apimachinery ``util/strategicpatch`` (``StrategicMergeMapPatch``
 with ``MergeParallelList`` and ``IgnoreUnmatchedNulls``). The Go struct tags
-that drive it (``patchStrategy``, ``patchMergeKey``) are written as a
-:class:`PatchSchema` per kind, in :data:`BUILTIN_PATCH_SCHEMAS`
+that drive it (``patchStrategy``, ``patchMergeKey``) are what kube-apiserver
+publishes as ``x-kubernetes-patch-strategy`` and
+``x-kubernetes-patch-merge-key`` in its OpenAPI; :func:`patch_schema_for`
+compiles a kind's from there
 (:mod:`reconcilekit.testing.apiserver.patching.strategic_schemas`).
 
 Semantics, in the order they apply to each object of the patch:
@@ -55,21 +57,9 @@ from .json_patch import (
     copy_json,
     go_format,
 )
-from .strategic_schemas import BUILTIN_PATCH_SCHEMAS as BUILTIN_PATCH_SCHEMAS
-from .strategic_schemas import METADATA_PATCH_SCHEMA as METADATA_PATCH_SCHEMA
-from .strategic_schemas import MergeList as MergeList
-from .strategic_schemas import PatchSchema as PatchSchema
-from .strategic_schemas import SchemaNode
-from .strategic_schemas import patch_schema_for as patch_schema_for
+from .strategic_schemas import MergeList, PatchSchema, SchemaNode, patch_schema_for
 
-__all__ = [
-    "BUILTIN_PATCH_SCHEMAS",
-    "METADATA_PATCH_SCHEMA",
-    "MergeList",
-    "PatchSchema",
-    "patch_schema_for",
-    "strategic_merge_patch",
-]
+__all__ = ["MergeList", "PatchSchema", "patch_schema_for", "strategic_merge_patch"]
 
 _PATCH: Final = "$patch"
 _RETAIN_KEYS: Final = "$retainKeys"

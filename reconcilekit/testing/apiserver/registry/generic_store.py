@@ -229,6 +229,7 @@ class Storage(VersionedStore):
             raise StatusError.already_exists(rtype.resource.group_resource, meta["name"],
                                              rtype.resource.group)
         meta["resourceVersion"] = str(self._next_rv())
+        obj = self.strategies.of(rtype).canonical(obj)
         self._write(table, key, None, obj)
         return obj
 
@@ -333,6 +334,7 @@ class Storage(VersionedStore):
             self._remove(table, key, gone)
             return result
         meta["resourceVersion"] = str(self._next_rv())
+        result = self.strategies.of(rtype).canonical(result)
         self._write(table, key, old, result)
         return result
 

@@ -85,6 +85,11 @@ class Strategy:
         renamed) to be shown as ``rtype``."""
         return False
 
+    def canonical(self, obj: Obj) -> Obj:
+        """``obj`` as storage keeps it (and every answer and watch event shows it): a
+        built-in kind's fields in its Go type's order, which is how they are kept."""
+        return obj
+
     # -- create and update -----------------------------------------------------------
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
@@ -144,6 +149,11 @@ class CustomResourceStrategy(Strategy):
     """Every custom resource's strategy: its schema does the rest."""
 
     core_metadata = False
+
+    def canonical(self, obj: Obj) -> Obj:
+        """Keys sorted at every level: kube-apiserver keeps a custom resource as a Go map,
+        which encodes its keys in order."""
+        return {k: _sorted_keys(obj[k]) for k in sorted(obj)}
     scale_names_subresource = False
 
 
@@ -176,3 +186,11 @@ class StrategyTable:
     def lookup(self, group: str, plural: str) -> Strategy:
         """The strategy of a built-in resource named by group and plural."""
         return self._strategies.get((group, plural), self._default)
+
+
+def _sorted_keys(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(v) for v in value]
+    return value

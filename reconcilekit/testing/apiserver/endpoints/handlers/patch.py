@@ -62,7 +62,9 @@ async def patch(path: WritePath, req: ResourceRequest, content_type: str, raw: b
                 patched = merge_patch(old, document)
             else:  # decoded into the kind, which keeps its kind and apiVersion
                 patched = strategic_merge_patch(old, document,
-                                                patch_schema_for(rtype.resource.kind))
+                                                patch_schema_for(rtype.resource.group,
+                                                                 rtype.resource.version,
+                                                                 rtype.resource.kind))
                 patched.update(apiVersion=old["apiVersion"], kind=old["kind"])
         except PatchError as err:
             raise StatusError(err.status, err.reason, err.api_message,
