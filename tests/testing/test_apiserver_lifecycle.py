@@ -120,6 +120,29 @@ async def test_foreground_deletion_waits_for_blocking_dependents(
                      what="the owner gone once its blocking dependent is")
 
 
+async def test_foreground_deletion_of_an_owner_whose_dependents_go_at_once(
+        apiserver: Cluster, configmaps: str) -> None:
+    """Dependents without finalizers, blocking or not, are deleted and the owner follows
+    (in-process, removing a blocking dependent used to finish the owner from within the
+    deletion and then fail it with a 500)."""
+    owner = (await apiserver.request("POST", configmaps, json=configmap("owner"))).body
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+           "uid": owner["metadata"]["uid"]}
+    for name, extra in (("blocks", {"blockOwnerDeletion": True}),
+                        ("also-blocks", {"blockOwnerDeletion": True}),
+                        ("does-not", {"blockOwnerDeletion": False}), ("unsaid", {})):
+        made = await apiserver.request("POST", configmaps, json=configmap(
+            name, ownerReferences=[{**ref, **extra}]))
+        assert made.status == 201, made
+    deleting = await apiserver.request("DELETE", f"{configmaps}/owner",
+                                       json={"propagationPolicy": "Foreground"})
+    assert deleting.status == 200, deleting
+    assert deleting.body["metadata"]["finalizers"] == ["foregroundDeletion"]
+    for name in ("blocks", "also-blocks", "does-not", "unsaid", "owner"):
+        await eventually(lambda name=name: _gone(apiserver, f"{configmaps}/{name}"),
+                         within=AWAIT_CONTROLLERS, what=f"{name} gone")
+
+
 async def test_deleting_a_crd_removes_its_objects_and_stops_serving_it(
         apiserver: Cluster) -> None:
     plural = f"gizmos{apiserver.namespace.rsplit('-', 1)[-1]}"  # a CRD of this test's own

@@ -129,8 +129,13 @@ class GarbageCollector:
         self._finish_foreground(meta["uid"])
 
     def _finish_foreground(self, uid: str) -> None:
-        """Drop the owner's ``foregroundDeletion`` once no dependent blocks it."""
-        table, key = self._foreground[uid]
+        """Drop the owner's ``foregroundDeletion`` once no dependent blocks it (a no-op once
+        it was dropped: a dependent removed while the owner's dependents are being deleted
+        finishes it from within)."""
+        found = self._foreground.get(uid)
+        if found is None:
+            return
+        table, key = found
         owner = table.objects.get(key)
         if owner is None:
             self._foreground.pop(uid, None)
