@@ -7,6 +7,11 @@ helpers, so that each Go rule has one home:
 
 * :func:`go_quote` is ``fmt``'s ``%q`` (strconv.Quote) for the text the API
   server puts in its messages: Go's escapes, printable non-ASCII kept;
+* :func:`go_format` is ``%v`` of a decoded JSON value (maps with sorted keys),
+  :func:`go_value` a value as ``field.Invalid`` prints it, :func:`go_slice`
+  ``%#v`` of a ``[]string``, :func:`go_string_map` and :func:`go_interface_map`
+  ``%#v`` of a ``map[string]string`` and a ``map[string]interface {}``;
+* :func:`parse_bool` is ``strconv.ParseBool``;
 * :func:`parse_int64` is ``strconv.ParseInt(text, 10, 64)``: an optional
   sign and decimal digits, in the int64 range, else ``None``;
 * :func:`byte_len` is Go's ``len`` of a string: its length in UTF-8 bytes,
@@ -18,9 +23,11 @@ helpers, so that each Go rule has one home:
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
-__all__ = ["byte_len", "go_quote", "parse_duration", "parse_int64"]
+__all__ = ["byte_len", "go_format", "go_interface_map", "go_quote", "go_slice", "go_string_map",
+           "go_value", "parse_bool", "parse_duration", "parse_int64"]
 
 _INT64_RE: Final = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN: Final = -(2**63)
@@ -97,3 +104,55 @@ def parse_duration(text: str | None) -> float | None:
     except (StopIteration, ValueError):
         return None
     return total if not number and total > 0 else None
+
+
+def go_format(value: Any) -> str:
+    """A decoded JSON value as Go's ``%v`` prints it (maps with sorted keys)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
+    return str(value)
+
+
+def go_value(value: Any) -> str:
+    """A value as ``field.Invalid`` prints it: strings quoted, numbers and booleans bare."""
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return "null" if value is None else str(value)
+
+
+def go_slice(values: Iterable[Any], element: str = "string") -> str:
+    """``%#v`` of a slice of strings (``[]string{"a", "b"}``)."""
+    return f"[]{element}{{" + ", ".join(go_quote(str(v)) for v in values) + "}"
+
+
+def go_string_map(value: Mapping[str, Any]) -> str:
+    """``%#v`` of a ``map[string]string``: keys sorted, as Go prints maps."""
+    inner = ", ".join(f'"{k}":"{value[k]}"' for k in sorted(value))
+    return f"map[string]string{{{inner}}}"
+
+
+def go_interface_map(value: Mapping[str, Any]) -> str:
+    """``%#v`` of a ``map[string]interface {}`` of scalars, keys sorted."""
+    inner = ", ".join(f"{go_quote(k)}:{go_value(value[k])}" for k in sorted(value))
+    return "map[string]interface {}{" + inner + "}"
+
+
+def parse_bool(text: str) -> bool | None:
+    """``strconv.ParseBool``: the value, or ``None`` where Go fails."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return None

@@ -161,3 +161,18 @@ async def test_a_deletecollection_reads_its_list_options_before_its_body(
                                   params={"fieldSelector": "a!b"})
     assert (got.status, got.body.get("message")) == (
         400, "invalid selector: 'a!b'; can't understand 'a!b'")
+
+
+@pytest.mark.parametrize(("method", "sub", "status"), [
+    ("GET", "binding", 405), ("PUT", "binding", 405), ("DELETE", "binding", 405),
+    ("POST", "status", 405), ("DELETE", "status", 405), ("POST", "ephemeral", 404)])
+async def test_a_subresource_takes_the_verbs_discovery_lists(
+        apiserver: Cluster, pods: str, method: str, sub: str, status: int) -> None:
+    """pods/binding is create-only and pods/status get, patch and update, as kube-apiserver's
+    discovery says; a subresource it does not list is a 404."""
+    got = await apiserver.request(method, f"{pods}/p/{sub}", json={} if method in (
+        "PUT", "POST") else None)
+    assert got.status == status, got.body
+    finalize = await apiserver.request("POST", f"/api/v1/namespaces/{apiserver.namespace}"
+                                       "/finalize", json={})
+    assert finalize.status == 405, finalize.body

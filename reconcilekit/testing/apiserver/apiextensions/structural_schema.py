@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ...._foundations.go_compat import go_quote
+from ...._foundations.go_compat import go_interface_map, go_value
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from .cel_rules import CELRules
@@ -41,7 +41,7 @@ from .schema_tree import child_schema, join_path, properties, schema_nodes
 if TYPE_CHECKING:
     from jsonschema import Draft4Validator, ValidationError
 
-__all__ = ["CustomResourceSchema", "go_value", "has_rules", "openapi_type"]
+__all__ = ["CustomResourceSchema", "has_rules", "openapi_type"]
 
 _ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 _BLOCKING = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
@@ -65,17 +65,6 @@ def openapi_type(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
-
-
-def go_value(value: Any) -> str:
-    """A value as ``field.Invalid`` prints it: strings quoted, numbers and booleans bare."""
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return "null" if value is None else str(value)
 
 
 
@@ -222,16 +211,6 @@ def _cause(err: ValidationError, base: str) -> Iterator[Cause]:
                         f"be a multiple of {go_value(rule)}", path)
         case _:
             yield Cause("FieldValueInvalid", f"Invalid value: {shown}: {err.message}", path)
-
-
-def _go_map(value: Mapping[str, Any]) -> str:
-    """Go's ``%#v`` of a ``map[string]interface {}`` (how a duplicate map-list key is shown)."""
-    def item(v: Any) -> str:
-        if isinstance(v, str):
-            return go_quote(v)
-        return go_value(v)
-    inner = ", ".join(f"{go_quote(k)}:{item(value[k])}" for k in sorted(value))
-    return "map[string]interface {}{" + inner + "}"
 
 
 class CustomResourceSchema:
@@ -404,7 +383,7 @@ def _list_type_causes(value: Any, node: Mapping[str, Any], path: str) -> list[Ca
         for i, item in enumerate(value):
             if list_type == "set":
                 if item in seen:
-                    shown = _go_map(item) if isinstance(item, Mapping) else go_value(item)
+                    shown = go_interface_map(item) if isinstance(item, Mapping) else go_value(item)
                     causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {shown}",
                                         join_path(path, i)))
                 seen.append(item)
@@ -412,7 +391,8 @@ def _list_type_causes(value: Any, node: Mapping[str, Any], path: str) -> list[Ca
                 key = {k: item[k] for k in keys if k in item}
                 if key in seen:
                     causes.append(Cause("FieldValueDuplicate",
-                                        f"Duplicate value: {_go_map(key)}", join_path(path, i)))
+                                        f"Duplicate value: {go_interface_map(key)}",
+                                        join_path(path, i)))
                 seen.append(key)
             if isinstance(items, Mapping):
                 causes.extend(_list_type_causes(item, items, join_path(path, i)))

@@ -14,11 +14,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...._foundations.go_compat import go_quote
+from ...._foundations.go_compat import go_quote, go_slice
 from .status import Cause
 
 __all__ = ["STANDARD_FINALIZERS", "config_key_errors", "dns_label_errors",
-           "dns_subdomain_errors", "go_slice", "invalid", "invalid_slice", "label_value_errors",
+           "dns_subdomain_errors", "invalid", "invalid_slice", "label_value_errors",
            "path_segment_problems", "qualified_name_errors", "required",
            "validate_name", "validate_object_meta"]
 
@@ -173,7 +173,7 @@ def validate_object_meta(meta: Mapping[str, Any], *, label_name: bool,
         causes.extend(invalid("metadata.finalizers", finalizer, m)
                       for m in qualified_name_errors(finalizer))
     if "orphan" in finalizers and "foregroundDeletion" in finalizers:
-        causes.append(Cause("FieldValueInvalid", f"Invalid value: {_go_strings(finalizers)}: "
+        causes.append(Cause("FieldValueInvalid", f"Invalid value: {go_slice(finalizers)}: "
                             "finalizer orphan and foregroundDeletion cannot be both set",
                             "metadata.finalizers"))
     for i, finalizer in enumerate(finalizers if core else ()):
@@ -234,17 +234,9 @@ def _go_owner(ref: Mapping[str, Any], at: int) -> str:
             f"BlockOwnerDeletion:{pointer(ref.get('blockOwnerDeletion'), 1)}}}")
 
 
-def _go_strings(values: list[Any]) -> str:
-    return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
-
-
 def required(field: str, detail: str = "") -> Cause:
     return Cause("FieldValueRequired", f"Required value: {detail}" if detail else
                  "Required value", field)
-
-
-def go_slice(values: list[Any], element: str = "string") -> str:
-    return f"[]{element}{{" + ", ".join(go_quote(str(v)) for v in values) + "}"
 
 
 def invalid_slice(field: str, values: list[Any], detail: str,

@@ -48,7 +48,6 @@ __all__ = [
     "UnmergeablePatch",
     "copy_json",
     "json_patch",
-    "go_format",
     "merge_patch",
 ]
 
@@ -167,21 +166,6 @@ _OPERATIONS: Final = frozenset({"add", "remove", "replace", "move", "copy", "tes
 _ARRAY_INDEX: Final = re.compile(r"0|[1-9][0-9]*")
 _BAD_ESCAPE: Final = re.compile(r"~(?![01])")
 
-
-
-def go_format(value: Any) -> str:
-    """A decoded JSON value as Go's ``%v`` prints it (maps with sorted keys)."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, list):
-        return "[" + " ".join(go_format(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
-    return str(value)
 
 
 def json_patch(target: Any, ops: Any) -> Any:

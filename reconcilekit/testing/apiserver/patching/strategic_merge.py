@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ...._foundations.go_compat import go_format
 from ..machinery.unstructured import json_type
 from .json_patch import (
     JSON,
@@ -55,7 +56,6 @@ from .json_patch import (
     PatchError,
     UnmergeablePatch,
     copy_json,
-    go_format,
 )
 from .strategic_schemas import MergeList, PatchSchema, SchemaNode, patch_schema_for
 

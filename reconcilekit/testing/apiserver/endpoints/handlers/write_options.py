@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ....._foundations.go_compat import go_quote
+from ....._foundations.go_compat import go_quote, parse_bool
 from ...machinery.request_info import go_int
 from ...machinery.status import Cause, StatusError
 from ...machinery.unstructured import Obj
@@ -190,11 +190,10 @@ class DeleteOptions:
 
 
 def _go_bool(value: str) -> bool:
-    """Go's ``strconv.ParseBool`` (400 BadRequest with its error otherwise)."""
-    if value in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if value in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    raise StatusError.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
+    """Go's ``strconv.ParseBool`` of a query parameter (400 BadRequest with its error)."""
+    parsed = parse_bool(value)
+    if parsed is None:
+        raise StatusError.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
+    return parsed
 
 
