@@ -16,11 +16,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import Configuration
 
+from reconcilekit.testing import Cluster
 from reconcilekit.testing._control_plane import assets_from_env
 from reconcilekit.testing._pytest_plugin import backend
 
@@ -78,3 +81,23 @@ def in_process_kubeconfig(kubectl: str) -> Iterator[Path]:
         if proc.stdout is not None:
             proc.stdout.close()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+async def in_process_twin(in_process_kubeconfig: Path, apiserver: Cluster
+                          ) -> AsyncIterator[Cluster]:
+    """The in-process server, with a namespace named as the real server's test namespace
+    (the real side of a comparison is ``apiserver``, which has a kubeconfig)."""
+    assert apiserver.kubeconfig_path is not None, "a real backend has a kubeconfig"
+    configuration = Configuration()
+    await kube_config.load_kube_config(config_file=str(in_process_kubeconfig),
+                                       client_configuration=configuration)
+    local = Cluster(configuration)
+    try:
+        made = await local.request("POST", "/api/v1/namespaces", json={
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": apiserver.namespace}})
+        assert made.status == 201, made
+        yield local
+    finally:
+        await local.close()

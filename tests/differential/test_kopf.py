@@ -20,10 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from differential_normalize import normalize
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import Configuration
 
 from reconcilekit.testing import Cluster
 
@@ -88,26 +85,15 @@ async def _session(cluster: Cluster, kubeconfig: Path, namespace: str,
 
 
 async def test_a_kopf_operator_with_a_finalizer(kubectl: str, in_process_kubeconfig: Path,
-                                                apiserver: Cluster, tmp_path: Path) -> None:
+                                                apiserver: Cluster, in_process_twin: Cluster,
+                                                tmp_path: Path) -> None:
     """(``kubectl`` only gates the test to the kube pass.)"""
-    pytest.importorskip("kopf")
     assert apiserver.kubeconfig_path is not None, "a real backend has a kubeconfig"
-    configuration = Configuration()
-    await kube_config.load_kube_config(config_file=str(in_process_kubeconfig),
-                                       client_configuration=configuration)
-    local = Cluster(configuration)
-    try:
-        made = await local.request("POST", "/api/v1/namespaces", json={
-            "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": apiserver.namespace}})
-        assert made.status == 201, made
-        for cluster in (apiserver, local):
-            await cluster.install_crd(CRD)
-        reference = await _session(apiserver, apiserver.kubeconfig_path, apiserver.namespace,
-                                   tmp_path / "kube-apiserver.log")
-        candidate = await _session(local, in_process_kubeconfig, apiserver.namespace,
-                                   tmp_path / "in-process.log")
-        assert candidate == reference, (
-            f"kopf's log on the in-process server:\n{(tmp_path / 'in-process.log').read_text()}")
-    finally:
-        await local.close()
+    for cluster in (apiserver, in_process_twin):
+        await cluster.install_crd(CRD)
+    reference = await _session(apiserver, apiserver.kubeconfig_path, apiserver.namespace,
+                               tmp_path / "kube-apiserver.log")
+    candidate = await _session(in_process_twin, in_process_kubeconfig, apiserver.namespace,
+                               tmp_path / "in-process.log")
+    assert candidate == reference, (
+        f"kopf's log on the in-process server:\n{(tmp_path / 'in-process.log').read_text()}")

@@ -21,8 +21,6 @@ from differential_harness import SessionMismatch
 from differential_normalize import normalize
 from known_differences import NOT_YET_MATCHED
 from kubernetes import config as kube_config
-from kubernetes_asyncio import config as kube_asyncio_config
-from kubernetes_asyncio.client import Configuration
 from python_client_sessions import SESSIONS, Steps
 
 from reconcilekit.testing import Cluster
@@ -51,21 +49,11 @@ def _run(kubeconfig: Path, session: Callable[[Steps, str], None],
 
 @pytest.mark.parametrize("name", _params())
 async def test_python_client_session(name: str, kubectl: str, in_process_kubeconfig: Path,
-                                     apiserver: Cluster) -> None:
+                                     apiserver: Cluster, in_process_twin: Cluster) -> None:
     """Each call's result, or its error's status, reason and message, is the same once
-    normalized. (``kubectl`` only gates the test to the kube pass.)"""
+    normalized. (``kubectl`` only gates the test to the kube pass; ``in_process_twin``
+    makes the namespace.)"""
     assert apiserver.kubeconfig_path is not None, "a real backend has a kubeconfig"
-    configuration = Configuration()
-    await kube_asyncio_config.load_kube_config(config_file=str(in_process_kubeconfig),
-                                               client_configuration=configuration)
-    local = Cluster(configuration)
-    try:
-        made = await local.request("POST", "/api/v1/namespaces", json={
-            "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": apiserver.namespace}})
-        assert made.status == 201, made
-    finally:
-        await local.close()
     session, ns = SESSIONS[name], apiserver.namespace
     reference = await anyio.to_thread.run_sync(_run, apiserver.kubeconfig_path, session, ns)
     candidate = await anyio.to_thread.run_sync(_run, in_process_kubeconfig, session, ns)

@@ -17,8 +17,6 @@ from pathlib import Path
 import pytest
 from differential_harness import Server, Session, SessionMismatch, load_sessions, run_session
 from known_differences import NOT_YET_MATCHED
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import Configuration
 
 from reconcilekit.testing import Cluster
 
@@ -38,34 +36,23 @@ def _params() -> list[object]:
 
 @pytest.mark.parametrize("session", _params())
 async def test_session(session: Session, kubectl: str, in_process_kubeconfig: Path,
-                       apiserver: Cluster) -> None:
+                       apiserver: Cluster, in_process_twin: Cluster) -> None:
     """kubectl's exit code, stdout and stderr match at every step, once normalized."""
     assert apiserver.kubeconfig_path is not None, "a real backend has a kubeconfig"
-    configuration = Configuration()
-    await kube_config.load_kube_config(config_file=str(in_process_kubeconfig),
-                                       client_configuration=configuration)
-    local = Cluster(configuration)
-    try:
-        made = await local.request("POST", "/api/v1/namespaces", json={
-            "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": apiserver.namespace}})
-        assert made.status == 201, made
-        for crd in CRDS:
-            await apiserver.install_crd(crd)
-            await local.install_crd(crd)
-        with tempfile.TemporaryDirectory(prefix="differential-") as home:
-            reference = Server("kube-apiserver", apiserver.kubeconfig_path,
-                               apiserver.namespace, Path(home, "kube"))
-            candidate = Server("in-process", in_process_kubeconfig,
-                               apiserver.namespace, Path(home, "in-process"))
-            try:
-                await run_session(kubectl, session, reference, candidate)
-            except SessionMismatch as mismatch:
-                known = NOT_YET_MATCHED.get(session.name)
-                if known is not None and mismatch.step != known.step:
-                    raise MovedDifference(
-                        f"known to differ first at step {known.step} ({known.reason}), "
-                        f"but:\n{mismatch}") from None
-                raise
-    finally:
-        await local.close()
+    for crd in CRDS:
+        await apiserver.install_crd(crd)
+        await in_process_twin.install_crd(crd)
+    with tempfile.TemporaryDirectory(prefix="differential-") as home:
+        reference = Server("kube-apiserver", apiserver.kubeconfig_path,
+                           apiserver.namespace, Path(home, "kube"))
+        candidate = Server("in-process", in_process_kubeconfig,
+                           apiserver.namespace, Path(home, "in-process"))
+        try:
+            await run_session(kubectl, session, reference, candidate)
+        except SessionMismatch as mismatch:
+            known = NOT_YET_MATCHED.get(session.name)
+            if known is not None and mismatch.step != known.step:
+                raise MovedDifference(
+                    f"known to differ first at step {known.step} ({known.reason}), "
+                    f"but:\n{mismatch}") from None
+            raise
