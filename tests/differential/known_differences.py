@@ -48,9 +48,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
         "client-side apply removing a container (a patch with $patch: delete and "
         "$setElementOrder) refused: 'The order in patch list ... doesn't match "
         "$setElementOrder list'")),
-    "deployment-scale": Known(4, (
-        "`kubectl scale --current-replicas` (an update of the scale subresource) answered "
-        "415 Unsupported Media Type")),
     "deployment-server-side-apply": Known(2, (
         "server-side apply treats a Deployment's containers as one atomic field: a second "
         "field manager adding a container conflicts with the first on "
