@@ -92,3 +92,21 @@ async def test_update_body_name_must_match_the_url(apiserver: Cluster, configmap
                                   json=dict(made, metadata=dict(made["metadata"], name="b")))
     assert got.status == 400
     assert "does not match the name on the URL" in got.body["message"]
+
+
+async def test_subresources_are_served_where_discovery_lists_them(
+        apiserver: Cluster, configmaps: str) -> None:
+    await apiserver.request("POST", configmaps, json=configmap("c"))
+    namespace = f"/api/v1/namespaces/{apiserver.namespace}"
+    # pods/binding is create-only, namespaces/finalize update-only; neither on ConfigMaps
+    for method, path in (("POST", f"{configmaps}/c/binding"),
+                         ("PUT", f"{configmaps}/c/finalize"),
+                         ("GET", f"{configmaps}/c/scale")):
+        got = await apiserver.request(method, path, json={})
+        assert got.status == 404, (method, path, got)
+    for method, path in (("GET", f"{namespace}/pods/p/binding"),
+                         ("PUT", f"{namespace}/pods/p/binding"),
+                         ("GET", f"{namespace}/finalize"),
+                         ("POST", f"{namespace}/finalize")):
+        got = await apiserver.request(method, path, json={})
+        assert got.status == 405, (method, path, got)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from apiserver_helpers import WIDGET_CRD
 
 from reconcilekit.testing import Cluster, eventually
@@ -141,6 +142,42 @@ async def test_foreground_deletion_of_an_owner_whose_dependents_go_at_once(
     for name in ("blocks", "also-blocks", "does-not", "unsaid", "owner"):
         await eventually(lambda name=name: _gone(apiserver, f"{configmaps}/{name}"),
                          within=AWAIT_CONTROLLERS, what=f"{name} gone")
+@pytest.mark.parametrize("policy", ["Foreground", "Background", "Orphan"])
+async def test_an_owner_of_several_dependents_and_a_nested_owner_is_deleted_by_each_policy(
+        apiserver: Cluster, configmaps: str, policy: str) -> None:
+    owner = (await apiserver.request("POST", configmaps, json=configmap("owner"))).body
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+           "uid": owner["metadata"]["uid"]}
+    for name, block in (("b1", True), ("b2", True), ("l1", False), ("l2", None)):
+        extra = {} if block is None else {"blockOwnerDeletion": block}
+        made = await apiserver.request("POST", configmaps, json=configmap(
+            name, ownerReferences=[{**ref, **extra}]))
+        assert made.status == 201, made
+    middle = (await apiserver.request("POST", configmaps, json=configmap(
+        "middle", ownerReferences=[{**ref, "blockOwnerDeletion": True}]))).body
+    for name in ("leaf1", "leaf2"):
+        await apiserver.request("POST", configmaps, json=configmap(name, ownerReferences=[{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "middle",
+            "uid": middle["metadata"]["uid"], "blockOwnerDeletion": name == "leaf1"}]))
+    deleting = await apiserver.request("DELETE", f"{configmaps}/owner",
+                                       json={"propagationPolicy": policy})
+    assert deleting.status == 200, deleting
+    await eventually(lambda: _gone(apiserver, f"{configmaps}/owner"), within=AWAIT_CONTROLLERS,
+                     what="the owner gone")
+    dependents = ("b1", "b2", "l1", "l2", "middle", "leaf1", "leaf2")
+    if policy == "Orphan":
+        for name in dependents:
+            async def orphaned(name: str = name) -> bool:
+                got = await apiserver.request("GET", f"{configmaps}/{name}")
+                assert got.status == 200, got
+                refs = got.body["metadata"].get("ownerReferences") or ()
+                return all(r["uid"] != ref["uid"] for r in refs)
+
+            await eventually(orphaned, within=AWAIT_CONTROLLERS, what=f"{name} orphaned")
+        return
+    for name in dependents:
+        await eventually(lambda name=name: _gone(apiserver, f"{configmaps}/{name}"),
+                         within=AWAIT_CONTROLLERS, what=f"{name} collected")
 
 
 async def test_deleting_a_crd_removes_its_objects_and_stops_serving_it(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from reconcilekit.testing import Cluster
@@ -54,7 +55,8 @@ async def test_yaml_bodies_create_and_update(apiserver: Cluster, configmaps: str
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/xml", "text/yaml",
-                                          "application/x-yaml", None])
+                                          "application/x-yaml",
+                                          None])  # aiohttp: application/octet-stream
 async def test_bodies_of_other_media_types_are_415(apiserver: Cluster, configmaps: str,
                                                    content_type: str | None) -> None:
     await apiserver.request("POST", configmaps, json=configmap("c"))
@@ -173,3 +175,38 @@ async def test_a_null_body_is_an_empty_object(apiserver: Cluster, configmaps: st
     assert got.status == 422 and got.body["message"] == (
         'ConfigMap "" is invalid: metadata.name: Required value: name or generateName is '
         "required")
+
+
+async def _without_content_type(apiserver: Cluster, method: str, path: str,
+                                body: bytes) -> tuple[int, Any]:
+    """A request whose body goes without a ``Content-Type`` header, as the official
+    Python client and client-go's scale client send it."""
+    api = await apiserver._client()
+    headers = await apiserver._headers(None)
+    async with api.rest_client.pool_manager.request(
+            method, apiserver.configuration.host + path, data=body, headers=headers,
+            skip_auto_headers=["Content-Type"]) as resp:
+        return resp.status, orjson.loads(await resp.read())
+
+
+async def test_a_body_without_content_type_is_json(apiserver: Cluster,
+                                                   configmaps: str) -> None:
+    cm = b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": '
+    code, made = await _without_content_type(apiserver, "POST", configmaps,
+                                             cm + b'{"a": "1"}}')
+    assert code == 201 and made["data"] == {"a": "1"}, made
+    code, put = await _without_content_type(apiserver, "PUT", f"{configmaps}/c",
+                                            cm + b'{"a": "2"}}')
+    assert code == 200 and put["data"] == {"a": "2"}, put
+    # a PATCH names its patch type by its media type: none is no type at all
+    code, patched = await _without_content_type(apiserver, "PATCH", f"{configmaps}/c",
+                                                b'{"data": {"a": "3"}}')
+    assert patched == status(415, "UnsupportedMediaType", "415: Unsupported Media Type",
+                             details={})
+    code, bad = await _without_content_type(apiserver, "POST", configmaps, b"a: b")
+    assert bad == status(400, "BadRequest", UNRECOGNIZED + "couldn't get version/kind; json "
+                         "parse error: invalid character 'a' looking for beginning of value "
+                         "(613a2062)")
+    code, empty = await _without_content_type(apiserver, "POST", configmaps, b"")
+    assert empty == status(400, "BadRequest", UNRECOGNIZED + "couldn't get version/kind; "
+                           "json parse error: unexpected end of JSON input (<empty>)")

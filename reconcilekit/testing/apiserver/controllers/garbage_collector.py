@@ -119,23 +119,39 @@ class GarbageCollector:
                      f'exist in namespace "{namespace}"', COMPONENT)
 
     def _delete_in_foreground(self, table: Table, obj: dict[str, Any]) -> None:
+        """Delete the dependents; one with dependents of its own in the foreground too
+        (kube-controller-manager's ``attemptToDeleteItem`` for a dependent whose owner
+        waits for its dependents)."""
         meta = obj["metadata"]
-        self._foreground[meta["uid"]] = (table, (meta.get("namespace", ""), meta["name"]))
-        for dep_table, dep in self._dependents(meta["uid"]):
+        uid = meta["uid"]
+        self._foreground[uid] = (table, (meta.get("namespace", ""), meta["name"]))
+        for dep_table, dep in self._dependents(uid):
             dep_meta = dep["metadata"]
-            if not dep_meta.get("deletionTimestamp"):
-                delete_if_present(self.storage, dep_table, dep_meta.get("namespace", ""),
-                                  dep_meta["name"])
-        self._finish_foreground(meta["uid"])
+            namespace = dep_meta.get("namespace", "")
+            current = dep_table.objects.get((namespace, dep_meta["name"]))
+            if current is None or current["metadata"]["uid"] != dep_meta["uid"] or (
+                    current["metadata"].get("deletionTimestamp")):
+                continue  # gone, remade or already going while an earlier one went
+            if self._dependents(dep_meta["uid"]):
+                marked, gone = self.storage.delete(
+                    dep_table.rtype, namespace, dep_meta["name"],
+                    propagation_finalizer="foregroundDeletion")
+                if not gone:
+                    self.deletion_started(dep_table, marked)
+            else:
+                delete_if_present(self.storage, dep_table, namespace, dep_meta["name"])
+        self._finish_foreground(uid)
 
     def _finish_foreground(self, uid: str) -> None:
-        """Drop the owner's ``foregroundDeletion`` once no dependent blocks it (a no-op once
-        it was dropped: a dependent removed while the owner's dependents are being deleted
-        finishes it from within)."""
-        found = self._foreground.get(uid)
-        if found is None:
+        """Drop the owner's ``foregroundDeletion`` once no dependent blocks it.
+
+        Deleting one dependent may finish the owner (and remove it) while the others
+        are still being deleted: an owner no longer waited for is left alone.
+        """
+        entry = self._foreground.get(uid)
+        if entry is None:
             return
-        table, key = found
+        table, key = entry
         owner = table.objects.get(key)
         if owner is None:
             self._foreground.pop(uid, None)

@@ -30,14 +30,16 @@ from ..machinery.resources import Registry
 from ..machinery.status import PageNotFound, StatusError
 from ..machinery.unstructured import timestamp
 from ..registry.generic_store import Storage
-from . import self_subject_review
+from . import request_metrics, self_subject_review
 from .faults import Faults
 from .openapi import V2_PROTOBUF, v2_document, v3_document, v3_root
+from .request_metrics import RequestMetrics
 
 __all__ = ["VERSION_INFO", "Filter", "Next", "Scope", "ServerContext", "ServerSettings",
            "answer_errors", "authenticate", "compress", "inject_faults", "json_response",
            "resolve_resource", "serve_discovery", "serve_open_paths", "serve_openapi_v2",
-           "serve_self_subject_review", "status_response", "warn_deprecated"]
+           "serve_self_subject_review", "count_requests", "serve_metrics", "status_response",
+           "warn_deprecated"]
 
 log = logging.getLogger("reconcilekit.testing.apiserver")
 
@@ -73,6 +75,7 @@ class ServerContext:
     faults: Faults
     requests: Counter[tuple[str, str]]  # (verb, resource or path) -> requests served
     settings: ServerSettings
+    metrics: RequestMetrics = field(default_factory=RequestMetrics)  # for /metrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,24 @@ def status_response(err: StatusError) -> web.Response:
                             content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
     return json_response(err.body(), err.code, err.headers)
+
+
+async def count_requests(ctx: ServerContext, request: web.Request, scope: Scope,
+                         next_: Next) -> web.StreamResponse:
+    """``apiserver_request_total``: each answered request about a resource, by its code."""
+    response = await next_(request, scope)
+    if scope.resource is not None:
+        ctx.metrics.count(request, scope.resource, scope.verb, response.status)
+    return response
+
+
+async def serve_metrics(ctx: ServerContext, request: web.Request, scope: Scope,
+                        next_: Next) -> web.StreamResponse:
+    """``GET /metrics``: the Prometheus exposition of the server's counters."""
+    if scope.path != request_metrics.PATH or request.method != "GET":
+        return await next_(request, scope)
+    ctx.requests[("get", scope.path)] += 1
+    return ctx.metrics.answer(scope.user)
 
 
 async def answer_errors(ctx: ServerContext, request: web.Request, scope: Scope,

@@ -38,10 +38,12 @@ from .filters import (
     answer_errors,
     authenticate,
     compress,
+    count_requests,
     inject_faults,
     json_response,
     resolve_resource,
     serve_discovery,
+    serve_metrics,
     serve_open_paths,
     serve_openapi_v2,
     serve_self_subject_review,
@@ -65,10 +67,12 @@ __all__ = ["FILTERS", "Handler"]
 # each filter answers the request or passes it on; what passes them all is dispatched to
 # the handler of its verb (Handler.dispatch).
 FILTERS: tuple[Filter, ...] = (
+    count_requests,  # apiserver_request_total, by the answer's code
     answer_errors,  # a StatusError or an unexpected exception -> its Status body
     compress,  # gzip a large answer
     authenticate,  # bearer token -> user; no header: anonymous
     serve_open_paths,  # /version, /healthz, /livez, /readyz
+    serve_metrics,  # /metrics
     serve_openapi_v2,
     serve_self_subject_review,
     serve_discovery,  # discovery and OpenAPI v3; refuses other non-resource paths

@@ -2,7 +2,9 @@
 
 ``application/json`` and ``application/yaml`` bodies are read (YAML as
 sigs.k8s.io/yaml reads it: YAML 1.1, where ``y``, ``yes`` and ``on`` are
-true); any other media type, or none, is ``415 UnsupportedMediaType``
+true); a body without a media type is JSON (kube-apiserver takes the first
+type its serializers list, as the official Python client and client-go's
+scale client rely on); any other media type is ``415 UnsupportedMediaType``
 naming the accepted ones. A body that does not decode is ``400 BadRequest``
 in kube-apiserver's words: ``the object provided is unrecognized (must be of
 type K): ...``, then Go's error and a summary of the body (its first 30
@@ -59,7 +61,7 @@ def _unrecognized(kind: str, why: str, raw: bytes) -> StatusError:
 
 def decode_body(content_type: str, raw: bytes, kind: str) -> dict[str, Any]:
     """The object a create or update body holds (``kind``: the resource's kind)."""
-    media = content_type.split(";")[0].strip().lower() or _JSON  # no type: JSON
+    media = content_type.split(";")[0].strip().lower() or _JSON
     if media == _JSON:
         problem = syntax_error(raw)
         if problem is not None:

@@ -80,12 +80,7 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
         raise StatusError.not_found_path()
     name = rest[1] if len(rest) >= 2 else None
     sub = rest[2] if len(rest) == 3 else None
-    if sub is not None and not ((sub == "status" and rtype.status_subresource)
-                                or (sub == "scale" and rtype.scale_subresource)
-                                or (sub == "binding" and rtype.resource.plural == "pods"
-                                    and rtype.resource.group == "")
-                                or (sub == "finalize" and rtype.resource.plural == "namespaces"
-                                    and rtype.resource.group == "")):
+    if sub is not None and rtype.subresource_verbs(sub) is None:
         raise StatusError.not_found_path()
     if not rtype.resource.namespaced and namespace is not None:
         raise not_found_in(group)
@@ -97,11 +92,12 @@ def parse_resource_path(registry: Registry, parts: list[str]) -> ResourceRequest
 def verb_for(method: str, req: ResourceRequest, watch: bool) -> str:
     """kube-apiserver's verb for an HTTP method on a resource path (405 if none)."""
     collection = req.name is None
-    if req.subresource == "binding":  # create-only, like kube-apiserver's pods/binding
+    verbs = req.rtype.subresource_verbs(req.subresource) if req.subresource else None
+    if verbs == ("create",):  # create-only, like kube-apiserver's pods/binding
         if method != "POST":
             raise StatusError.method_not_allowed()
         return "create"
-    if req.subresource == "finalize" and method != "PUT":  # update-only, namespaces/finalize
+    if verbs == ("update",) and method != "PUT":  # update-only, namespaces/finalize
         raise StatusError.method_not_allowed()
     if req.subresource and method not in ("GET", "PUT", "PATCH"):
         r = req.rtype.resource

@@ -105,6 +105,21 @@ class ResourceType:
         r = self.resource
         return f"{r.kind}.{r.group}" if r.group else r.kind
 
+    def subresource_verbs(self, sub: str) -> tuple[str, ...] | None:
+        """The verbs served on subresource ``sub`` (None: not served): a built-in
+        type's from its discovery entries (``pods/binding`` create, ``namespaces/finalize``
+        update), a custom resource's ``status`` and ``scale`` from its CRD."""
+        if self.discovery:
+            name = f"{self.resource.plural}/{sub}"
+            for entry in self.discovery:
+                if entry.get("name") == name:
+                    return tuple(entry.get("verbs") or ())
+            return None
+        if (sub == "status" and self.status_subresource) or (
+                sub == "scale" and self.scale_subresource):
+            return ("get", "patch", "update")
+        return None
+
     def api_resources(self) -> list[dict[str, Any]]:
         """The ``APIResourceList.resources`` entries for this type (and its subresources)."""
         if self.discovery:
