@@ -78,16 +78,32 @@ class ServerContext:
     metrics: RequestMetrics = field(default_factory=RequestMetrics)  # for /metrics
 
 
+class Resolved:
+    """What the request turned out to be about, for the filters outside the one that
+    learns it (they read it once the request is answered: its metrics)."""
+
+    __slots__ = ("resource", "verb")
+
+    def __init__(self) -> None:
+        self.resource: ResourceRequest | None = None
+        self.verb = ""
+
+    def learn(self, resource: ResourceRequest, verb: str) -> None:
+        self.resource, self.verb = resource, verb
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """What the filters learned of one request so far: a filter that learns more passes
-    the next one a new scope (as kube-apiserver's filters derive a request context)."""
+    the next one a new scope (as kube-apiserver's filters derive a request context);
+    ``resolved`` is shared by all of them, for the outer ones."""
 
     path: str = "/"
     parts: list[str] = field(default_factory=list)
     user: str | None = None  # None: anonymous (no Authorization header)
     resource: ResourceRequest | None = None  # set by resolve_resource
     verb: str = ""
+    resolved: Resolved = field(default_factory=Resolved)
 
     @property
     def who(self) -> RequestUser:
@@ -123,8 +139,9 @@ async def count_requests(ctx: ServerContext, request: web.Request, scope: Scope,
                          next_: Next) -> web.StreamResponse:
     """``apiserver_request_total``: each answered request about a resource, by its code."""
     response = await next_(request, scope)
-    if scope.resource is not None:
-        ctx.metrics.count(request, scope.resource, scope.verb, response.status)
+    if scope.resolved.resource is not None:
+        ctx.metrics.count(request, scope.resolved.resource, scope.resolved.verb,
+                          response.status)
     return response
 
 
@@ -265,6 +282,7 @@ async def resolve_resource(ctx: ServerContext, request: web.Request, scope: Scop
     req = parse_resource_path(ctx.registry, scope.parts)
     watch = request.query.get("watch", "") in ("true", "1")
     scope = replace(scope, resource=req, verb=verb_for(request.method, req, watch))
+    scope.resolved.learn(req, scope.verb)
     ctx.requests[(scope.verb, req.counter_resource)] += 1
     if scope.user is None:
         r = req.rtype.resource
