@@ -12,6 +12,7 @@ Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_workloads.py`
   (apps/v1 kinds), replicas and history limits are not negative (apps/v1
   kinds and RCs), a Job's template restarts ``OnFailure`` or ``Never``;
 * ValidateUpdate: an apps/v1 selector is immutable;
+* a ``status`` write: the counts :mod:`.status_validation` checks;
 * defaults: :mod:`.workload_defaults`.
 
 Everything else of these kinds' validation (the pod spec beyond containers,
@@ -28,6 +29,13 @@ from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid
+from .status_validation import (
+    validate_daemonset_status,
+    validate_deployment_status,
+    validate_job_status,
+    validate_replicaset_status,
+    validate_statefulset_status,
+)
 from .strategy import Strategy
 from .workload_defaults import (
     default_cronjob,
@@ -125,6 +133,9 @@ class WorkloadStrategy(Strategy):
 class DeploymentStrategy(WorkloadStrategy):
     selected = counted = True
 
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_deployment_status(obj, old)
+
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
             default_deployment(spec)
@@ -134,6 +145,9 @@ class StatefulSetStrategy(WorkloadStrategy):
     create_status: ClassVar[Mapping[str, Any]] = {"replicas": 0, "availableReplicas": 0}
     selected = counted = True
 
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_statefulset_status(obj, old)
+
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
             default_statefulset(spec)
@@ -142,6 +156,9 @@ class StatefulSetStrategy(WorkloadStrategy):
 class ReplicaSetStrategy(WorkloadStrategy):
     create_status: ClassVar[Mapping[str, Any]] = {"replicas": 0}
     selected = counted = True
+
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_replicaset_status(obj, old)
 
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
@@ -156,6 +173,9 @@ class DaemonSetStrategy(WorkloadStrategy):
         "currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
         "numberReady": 0}
     selected = counted = True
+
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_daemonset_status(obj, old)
 
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
@@ -178,6 +198,9 @@ class ReplicationControllerStrategy(WorkloadStrategy):
     create_status: ClassVar[Mapping[str, Any]] = {"replicas": 0}
     counted = True
 
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_replicaset_status(obj, old)
+
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
             default_replication_controller(obj, spec)
@@ -186,6 +209,9 @@ class ReplicationControllerStrategy(WorkloadStrategy):
 class JobStrategy(WorkloadStrategy):
     """A Job's selector is made from its uid when created; its template restarts
     ``OnFailure`` or ``Never``."""
+
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_job_status(obj, old)
 
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
