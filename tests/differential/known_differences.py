@@ -92,14 +92,9 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "pdb": Known(6, (
         "PodDisruptionBudget validation missing: minAvailable and maxUnavailable both set "
         "is accepted")),
-    "pvc": Known(2, (
-        "PVC defaults missing: spec.volumeMode Filesystem")),
     "pvc-defaults": Known(1, (
-        "PVC defaults missing: the kubernetes.io/pvc-protection finalizer, spec.volumeMode "
-        "Filesystem, status.phase Pending")),
-    "pvc-immutable": Known(2, (
-        "a PVC's spec is mutable (kube-apiserver: spec is immutable after creation except "
-        "resources.requests for bound claims)")),
+        "a created PVC lacks the kubernetes.io/pvc-protection finalizer (kube-apiserver's "
+        "StorageObjectInUseProtection admission adds it)")),
     "rbac-tables": Known(4, (
         "RoleBinding Table (-o wide) has only NAME and CREATED AT (kube-apiserver: ROLE, "
         "AGE, USERS, GROUPS, SERVICEACCOUNTS)")),
@@ -112,10 +107,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "service-table": Known(2, (
         "Service Table has only NAME and CREATED AT (kube-apiserver: TYPE, CLUSTER-IP, "
         "EXTERNAL-IP, PORT(S), AGE)")),
-    "statefulset": Known(1, (
-        "StatefulSet defaults missing in volumeClaimTemplates: apiVersion v1, kind "
-        "PersistentVolumeClaim, creationTimestamp null, spec.volumeMode Filesystem, "
-        "status.phase Pending")),
     "statefulset-operations": Known(3, (
         "strategic merge patch with $setElementOrder refused: `kubectl set image "
         "statefulset/...` fails")),

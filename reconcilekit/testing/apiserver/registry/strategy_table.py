@@ -7,6 +7,7 @@ register theirs in the same table when the server is put together.
 
 from __future__ import annotations
 
+from .claim_strategy import PersistentVolumeClaimStrategy
 from .core_strategies import (
     ConfigMapStrategy,
     EventStrategy,
@@ -42,6 +43,7 @@ def builtin_strategies() -> StrategyTable:
             ("", "configmaps", ConfigMapStrategy()),
             ("", "secrets", SecretStrategy()),
             ("", "services", ServiceStrategy()),
+            ("", "persistentvolumeclaims", PersistentVolumeClaimStrategy()),
             ("", "replicationcontrollers", ReplicationControllerStrategy()),
             ("", "events", EventStrategy(strict=False)),
             ("events.k8s.io", "events", EventStrategy(strict=True)),
