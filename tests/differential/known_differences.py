@@ -101,9 +101,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "service-apply-and-patch": Known(3, (
         "strategic merge patch replaces a Service's ports list instead of merging by port "
         "(the http port is lost)")),
-    "service-basics": Known(7, (
-        "a NodePort already allocated to another Service is accepted (kube-apiserver: "
-        "provided port is already allocated)")),
     "service-table": Known(2, (
         "Service Table has only NAME and CREATED AT (kube-apiserver: TYPE, CLUSTER-IP, "
         "EXTERNAL-IP, PORT(S), AGE)")),
