@@ -75,13 +75,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "explain-crd": Known(1, (
         "a CRD's published OpenAPI schema lacks apiVersion, kind and metadata, so `kubectl "
         "explain widgets` does not list them")),
-    "hpa": Known(3, (
-        "an HPA created in autoscaling/v1 (`kubectl autoscale`) is served in autoscaling/v2"
-        " unconverted: patching it warns 'unknown field "
-        "spec.targetCPUUtilizationPercentage'")),
-    "hpa-defaults": Known(1, (
-        "HPA defaults missing: spec.minReplicas 1, status.currentMetrics null, "
-        "status.desiredReplicas 0")),
     "ingress": Known(2, (
         "an Ingress has no status (kube-apiserver: status.loadBalancer {})")),
     "ingress-table": Known(2, (

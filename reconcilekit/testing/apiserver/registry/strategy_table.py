@@ -7,6 +7,7 @@ register theirs in the same table when the server is put together.
 
 from __future__ import annotations
 
+from .autoscaler_strategy import HorizontalPodAutoscalerStrategy
 from .claim_strategy import PersistentVolumeClaimStrategy
 from .core_strategies import (
     ConfigMapStrategy,
@@ -53,6 +54,7 @@ def builtin_strategies() -> StrategyTable:
             ("apps", "daemonsets", DaemonSetStrategy()),
             ("apps", "replicasets", ReplicaSetStrategy()),
             ("batch", "jobs", JobStrategy()),
-            ("batch", "cronjobs", CronJobStrategy())):
+            ("batch", "cronjobs", CronJobStrategy()),
+            ("autoscaling", "horizontalpodautoscalers", HorizontalPodAutoscalerStrategy())):
         table.register(group, plural, strategy)
     return table
