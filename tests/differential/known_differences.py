@@ -66,17 +66,12 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "deployment-table": Known(2, (
         "Deployment Table has only NAME and CREATED AT (kube-apiserver: READY, UP-TO-DATE, "
         "AVAILABLE, AGE)")),
-    "deployment-validation": Known(3, (
-        "Deployment validation missing: a pod template with no containers is accepted "
-        "(kube-apiserver: spec.template.spec.containers: Required value)")),
     "explain": Known(1, (
         "no OpenAPI schemas for built-in kinds: `kubectl explain configmap` prints "
         "DESCRIPTION <empty> and no FIELDS")),
     "explain-crd": Known(1, (
         "a CRD's published OpenAPI schema lacks apiVersion, kind and metadata, so `kubectl "
         "explain widgets` does not list them")),
-    "ingress": Known(2, (
-        "an Ingress has no status (kube-apiserver: status.loadBalancer {})")),
     "ingress-table": Known(2, (
         "Ingress Table has only NAME and CREATED AT (kube-apiserver: CLASS, HOSTS, ADDRESS,"
         " PORTS, AGE)")),

@@ -67,3 +67,24 @@ async def test_a_node_port_in_use_is_refused(apiserver: Cluster) -> None:
     assert clash.body["message"] == (
         'Service "clash" is invalid: spec.ports[0].nodePort: Invalid value: 30081: provided '
         "port is already allocated")
+
+
+async def test_an_ingress_has_a_load_balancer_status_and_absolute_paths(
+        apiserver: Cluster) -> None:
+    ingresses = f"/apis/networking.k8s.io/v1/namespaces/{apiserver.namespace}/ingresses"
+
+    def ingress(name: str, path: str) -> dict[str, Any]:
+        backend = {"service": {"name": "web", "port": {"number": 80}}}
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                "metadata": {"name": name},
+                "spec": {"rules": [{"http": {"paths": [
+                    {"path": path, "pathType": "Prefix", "backend": backend}]}}]}}
+    created = await apiserver.request("POST", f"{ingresses}?dryRun=All",
+                                      json=ingress("good", "/"))
+    assert created.status == 201, created
+    assert created.body["status"] == {"loadBalancer": {}}
+    relative = await apiserver.request("POST", ingresses, json=ingress("bad", "relative"))
+    assert relative.status == 422, relative
+    assert relative.body["message"] == (
+        'Ingress.networking.k8s.io "bad" is invalid: spec.rules[0].http.paths[0].path: '
+        'Invalid value: "relative": must be an absolute path')

@@ -1,4 +1,6 @@
-"""The Service strategy, as kube-apiserver 1.28 has it.
+"""The Service strategy, as kube-apiserver 1.28 has it (and the Ingress one, which
+shares its create-time ``status.loadBalancer: {}``, and whose rule paths must be
+absolute).
 
 Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_workloads.py``):
 a create stores ``status.loadBalancer: {}`` and allocates a cluster IP (from
@@ -26,7 +28,7 @@ from ..machinery.validation import invalid
 from .strategy import Strategy
 from .workload_defaults import default_service, spec_of
 
-__all__ = ["ServiceStrategy"]
+__all__ = ["IngressStrategy", "ServiceStrategy"]
 
 _SERVICE_CIDR = ipaddress.ip_network("10.0.0.0/24")
 
@@ -124,6 +126,32 @@ def _taken(spec: Obj, existing: list[Obj]) -> list[Cause]:
             causes.append(invalid(f"spec.ports[{i}].nodePort", port["nodePort"],
                                   "provided port is already allocated"))
     return causes
+
+
+class IngressStrategy(Strategy):
+    """Ingresses: created with the empty load balancer status Services have."""
+
+    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
+                           ) -> None:
+        super().prepare_for_create(rtype, obj, existing)
+        obj["status"] = {"loadBalancer": {}}
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        """validateHTTPIngressRuleValue's paths: absolute (an ImplementationSpecific one
+        may be empty)."""
+        causes: list[Cause] = []
+        for i, rule in enumerate(_spec(obj).get("rules") or ()):
+            http = rule.get("http") if isinstance(rule, dict) else None
+            paths = http.get("paths") if isinstance(http, dict) else None
+            for j, path in enumerate(paths if isinstance(paths, list) else ()):
+                if not isinstance(path, dict):
+                    continue
+                value = path.get("path") or ""
+                if (value or path.get("pathType") in ("Exact", "Prefix")) and (
+                        not str(value).startswith("/")):
+                    causes.append(invalid(f"spec.rules[{i}].http.paths[{j}].path", value,
+                                          "must be an absolute path"))
+        return causes
 
 
 def _keep_allocated(old: Obj, new: Any) -> None:

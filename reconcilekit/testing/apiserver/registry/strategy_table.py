@@ -18,7 +18,7 @@ from .core_strategies import (
     PodTemplateStrategy,
     SecretStrategy,
 )
-from .service_strategy import ServiceStrategy
+from .service_strategy import IngressStrategy, ServiceStrategy
 from .strategy import StrategyTable
 from .workload_strategies import (
     CronJobStrategy,
@@ -55,6 +55,7 @@ def builtin_strategies() -> StrategyTable:
             ("apps", "replicasets", ReplicaSetStrategy()),
             ("batch", "jobs", JobStrategy()),
             ("batch", "cronjobs", CronJobStrategy()),
-            ("autoscaling", "horizontalpodautoscalers", HorizontalPodAutoscalerStrategy())):
+            ("autoscaling", "horizontalpodautoscalers", HorizontalPodAutoscalerStrategy()),
+            ("networking.k8s.io", "ingresses", IngressStrategy())):
         table.register(group, plural, strategy)
     return table

@@ -9,7 +9,8 @@ Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_workloads.py`
   DaemonSet's ``deprecated.daemonset.template.generation`` annotation, which
   follows its template's changes on an update;
 * Validate: a selector is required and must match the template's labels
-  (apps/v1 kinds), replicas and history limits are not negative (apps/v1
+  (apps/v1 kinds), the template's containers are present and named (an
+  image may be left out), replicas and history limits are not negative (apps/v1
   kinds and RCs), a Job's template restarts ``OnFailure`` or ``Never``;
 * ValidateUpdate: an apps/v1 selector is immutable;
 * a ``status`` write: the counts :mod:`.status_validation` checks;
@@ -29,6 +30,7 @@ from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid
+from .core_validation import validate_pod_spec
 from .status_validation import (
     validate_daemonset_status,
     validate_deployment_status,
@@ -112,6 +114,13 @@ class WorkloadStrategy(Strategy):
                 causes.append(Cause("FieldValueInvalid", f"Invalid value: {_go_map(labels)}: "
                                     "`selector` does not match template `labels`",
                                     "spec.template.metadata.labels"))
+        template = spec.get("template")
+        if isinstance(template, dict) or self.selected:
+            pod_spec = (template or {}).get("spec") if isinstance(template, dict) else None
+            # a template's containers may leave their image to be filled in later
+            causes.extend(Cause(c.reason, c.message, f"spec.template.{c.field}")
+                          for c in validate_pod_spec(pod_spec)
+                          if not c.field.endswith(".image"))
         if self.counted:
             for name in ("replicas", "revisionHistoryLimit"):
                 value = spec.get(name)
