@@ -25,8 +25,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "auth-can-i": Known(1, (
         "no authorization.k8s.io SelfSubjectAccessReview: `kubectl auth can-i` gets 404 and"
         " exits 1 where kube-apiserver answers yes")),
-    "cluster-scoped-reads": Known(2, (
-        "a CRD's spec.names.listKind is not defaulted (kube-apiserver sets WidgetList)")),
     "configmap-diff": Known(3, (
         "`kubectl diff --server-side` after a client-side apply: the in-process server "
         "answers Conflict with kubectl-client-side-apply on .data.a (kube-apiserver lets "

@@ -936,3 +936,5 @@ async def test_a_crd_a_mutating_webhook_changed_is_defaulted_again(
     seen = webhook.requests_to("/strip")
     assert seen and seen[0]["object"]["spec"]["conversion"] == {"strategy": "None"}
     assert made.body["spec"]["conversion"] == {"strategy": "None"}  # defaulted again
+    assert made.body["spec"]["names"] == {"plural": "strips", "kind": "Strip",
+                                          "singular": "strip", "listKind": "StripList"}
