@@ -12,6 +12,9 @@ answering the same requests, and nothing else:
 * service account tokens (JWTs, ``<TOKEN>``);
 * Go pointers kube-apiserver prints inside some validation messages
   (``(0xc00a7e0420)``, ``(<POINTER>)``);
+* the non-breaking spaces Go's ``cmp.Diff`` writes at random (once per
+  process) after a line's ``-``, ``+`` or indent in the diffs some validation
+  messages hold, shown as the plain spaces it writes otherwise;
 * names the server generates from a ``generateName`` prefix the session gives
   (``prefix<GEN>``);
 * the date, time and process id of kubectl's own log lines
@@ -44,6 +47,7 @@ _DIFF_DIR = re.compile(r"/(?:tmp|var/tmp)/(LIVE|MERGED)-\d+")
 _RESOURCE_VERSION = re.compile(r'("?resourceVersion"?\s*[:=]\s*)"?\d+"?')
 _DESCRIBED_VERSION = re.compile(r"(Resource Version:\s+)\d+")
 _KLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ", re.M)
+_CMP_MARK = re.compile(r"^(?=.?\u00a0)[ \u00a0+-][ \u00a0]", re.M)
 _GO_POINTER = re.compile(r"\(0x[0-9a-f]{6,16}\)")
 _CLUSTER_IP = re.compile(r"(?<![\d.])10\.0\.0\.(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])")
 _AGE_VALUE = re.compile(r"(?:\d+[smhdy])+|<invalid>")
@@ -71,6 +75,7 @@ def normalize(text: str, namespace: str, generate_names: Iterable[str] = ()) -> 
     text = _RESOURCE_VERSION.sub(r'\1"<RV>"', text)
     text = _DESCRIBED_VERSION.sub(r"\1<RV>", text)
     text = _GO_POINTER.sub("(<POINTER>)", text)
+    text = _CMP_MARK.sub(lambda m: m[0].replace("\u00a0", " "), text)
     text = _KLOG.sub(r"\1<KLOG> ", text)
     text = _CLUSTER_IP.sub("<CLUSTER-IP>", text)
     for prefix in generate_names:

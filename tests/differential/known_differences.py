@@ -25,8 +25,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "auth-can-i": Known(1, (
         "no authorization.k8s.io SelfSubjectAccessReview: `kubectl auth can-i` gets 404 and"
         " exits 1 where kube-apiserver answers yes")),
-    "cluster-scoped-reads": Known(2, (
-        "a CRD's spec.names.listKind is not defaulted (kube-apiserver sets WidgetList)")),
     "configmap-diff": Known(3, (
         "`kubectl diff --server-side` after a client-side apply: the in-process server "
         "answers Conflict with kubectl-client-side-apply on .data.a (kube-apiserver lets "
@@ -47,24 +45,12 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "deployment-table": Known(2, (
         "Deployment Table has only NAME and CREATED AT (kube-apiserver: READY, UP-TO-DATE, "
         "AVAILABLE, AGE)")),
-    "deployment-validation": Known(3, (
-        "Deployment validation missing: a pod template with no containers is accepted "
-        "(kube-apiserver: spec.template.spec.containers: Required value)")),
     "explain": Known(1, (
         "no OpenAPI schemas for built-in kinds: `kubectl explain configmap` prints "
         "DESCRIPTION <empty> and no FIELDS")),
     "explain-crd": Known(1, (
         "a CRD's published OpenAPI schema lacks apiVersion, kind and metadata, so `kubectl "
         "explain widgets` does not list them")),
-    "hpa": Known(3, (
-        "an HPA created in autoscaling/v1 (`kubectl autoscale`) is served in autoscaling/v2"
-        " unconverted: patching it warns 'unknown field "
-        "spec.targetCPUUtilizationPercentage'")),
-    "hpa-defaults": Known(1, (
-        "HPA defaults missing: spec.minReplicas 1, status.currentMetrics null, "
-        "status.desiredReplicas 0")),
-    "ingress": Known(2, (
-        "an Ingress has no status (kube-apiserver: status.loadBalancer {})")),
     "ingress-table": Known(2, (
         "Ingress Table has only NAME and CREATED AT (kube-apiserver: CLASS, HOSTS, ADDRESS,"
         " PORTS, AGE)")),
@@ -73,14 +59,9 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "pdb": Known(6, (
         "PodDisruptionBudget validation missing: minAvailable and maxUnavailable both set "
         "is accepted")),
-    "pvc": Known(2, (
-        "PVC defaults missing: spec.volumeMode Filesystem")),
     "pvc-defaults": Known(1, (
-        "PVC defaults missing: the kubernetes.io/pvc-protection finalizer, spec.volumeMode "
-        "Filesystem, status.phase Pending")),
-    "pvc-immutable": Known(2, (
-        "a PVC's spec is mutable (kube-apiserver: spec is immutable after creation except "
-        "resources.requests for bound claims)")),
+        "a created PVC lacks the kubernetes.io/pvc-protection finalizer (kube-apiserver's "
+        "StorageObjectInUseProtection admission adds it)")),
     "rbac-tables": Known(4, (
         "RoleBinding Table (-o wide) has only NAME and CREATED AT (kube-apiserver: ROLE, "
         "AGE, USERS, GROUPS, SERVICEACCOUNTS)")),

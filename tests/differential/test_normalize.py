@@ -71,6 +71,12 @@ def test_tokens_pointers_and_kubectl_log_lines_are_replaced() -> None:
         "W<KLOG> diff.go:714] Object keeps changing")
 
 
+def test_the_random_non_breaking_spaces_of_a_go_cmp_diff_are_plain_spaces() -> None:
+    text = "spec: Forbidden\n\u00a0 core.Spec{\n-\u00a0\tA: 1,\n+\u00a0\tA: 2,\n\u00a0 }\nx\u00a0y"
+    assert normalize(text, NS) == (
+        "spec: Forbidden\n  core.Spec{\n- \tA: 1,\n+ \tA: 2,\n  }\nx\u00a0y")
+
+
 def test_generated_names_are_replaced_only_after_a_given_prefix() -> None:
     text = "configmap/gen-x7k2q created\nconfigmap/other-x7k2q created\ngen-toolong1"
     assert normalize(text, NS, ["gen-"]) == (

@@ -911,3 +911,30 @@ async def test_a_dry_run_never_reaches_a_webhook_with_side_effects(
     assert webhook.requests_to("/legacy") == []
     assert (await apiserver.request("POST", hooks.configmaps, json=configmap("c"))).status == 201
     assert len(webhook.requests_to("/legacy")) == 1
+
+
+async def test_a_crd_a_mutating_webhook_changed_is_defaulted_again(
+        apiserver: Cluster, webhook: RecordingWebhook, hooks: Hooks) -> None:
+    webhook.answer("/strip", lambda r: patched({"op": "remove", "path": "/spec/conversion"}))
+    label = {"rk-strip": hooks.namespace}
+    await hooks.create(MUTATING, hooks.hook(
+        "strip", "/strip", objectSelector={"matchLabels": label},
+        rules=[rule(["customresourcedefinitions"], ["CREATE"],
+                    groups="apiextensions.k8s.io")]))
+    group = f"{hooks.namespace}.strip.reconcilekit.dev"
+    schema = {"openAPIV3Schema": {"type": "object"}}
+    made = await apiserver.request(
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        params={"dryRun": "All"}, json={
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"strips.{group}", "labels": label},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "strips", "kind": "Strip"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": schema}]}})
+    assert made.status == 201, made
+    seen = webhook.requests_to("/strip")
+    assert seen and seen[0]["object"]["spec"]["conversion"] == {"strategy": "None"}
+    assert made.body["spec"]["conversion"] == {"strategy": "None"}  # defaulted again
+    assert made.body["spec"]["names"] == {"plural": "strips", "kind": "Strip",
+                                          "singular": "strip", "listKind": "StripList"}

@@ -220,3 +220,20 @@ async def test_the_scale_subresource_reads_and_writes_replicas(apiserver: Cluste
     assert missing.status == 404
     named = "statefulsets" if kind == "StatefulSet" else f"{kind.lower()}s/scale"
     assert missing.body["message"] == f'{named}.apps "nope" not found'
+
+
+async def test_a_workload_template_needs_containers_but_not_their_image(apiserver: Cluster) -> None:
+    empty = await apiserver.request("POST", _path(apiserver, "apps/v1", "Deployment"), json={
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "empty"},
+        "spec": {"selector": {"matchLabels": {"app": "e"}},
+                 "template": {"metadata": {"labels": {"app": "e"}}, "spec": {}}}})
+    assert empty.status == 422, empty
+    assert empty.body["message"] == ('Deployment.apps "empty" is invalid: '
+                                     "spec.template.spec.containers: Required value")
+    path = _path(apiserver, "apps/v1", "StatefulSet")
+    imageless = await apiserver.request("POST", f"{path}?dryRun=All", json={
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "imageless"},
+        "spec": {"selector": {"matchLabels": {"app": "i"}},
+                 "template": {"metadata": {"labels": {"app": "i"}},
+                              "spec": {"containers": [{"name": "c"}]}}}})
+    assert imageless.status == 201, imageless

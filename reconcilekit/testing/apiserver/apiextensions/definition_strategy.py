@@ -2,10 +2,11 @@
 
 A CRD's conversion webhook's ``caBundle`` decodes as Go's []byte; its
 ``spec.conversion`` defaults to ``strategy: None`` (and a webhook service's
-port to 443); it is validated by :func:`.definitions.validate_crd`, its
-metadata as an apiextensions object (finalizers need not be standard); and
-its removal waits for the cleanup of its custom resources (the CRD cleanup
-controller's finalizer).
+port to 443), ``spec.names.singular`` to the lower-cased kind and
+``spec.names.listKind`` to the kind and ``List``; it is validated by
+:func:`.definitions.validate_crd`, its metadata as an apiextensions object
+(finalizers need not be standard); and its removal waits for the cleanup of
+its custom resources (the CRD cleanup controller's finalizer).
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ class CustomResourceDefinitionStrategy(Strategy):
         spec = obj.get("spec")
         if isinstance(spec, dict) and spec.get("conversion") is None:
             spec["conversion"] = {"strategy": "None"}
+        names = spec.get("names") if isinstance(spec, dict) else None
+        kind = names.get("kind") if isinstance(names, dict) else None
+        if isinstance(names, dict) and isinstance(kind, str) and kind:
+            if not names.get("singular"):
+                names["singular"] = kind.lower()
+            if not names.get("listKind"):
+                names["listKind"] = f"{kind}List"
         if (config := _conversion_client_config(obj)) is not None:
             default_client_config(config)
 

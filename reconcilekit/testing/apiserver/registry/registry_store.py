@@ -114,8 +114,8 @@ class RegistryStore:
                           subresource: str | None) -> Check | None:
         """The validation of an update: the kind's for the main resource (and for a
         custom resource's ``scale``, which writes its spec), the schema's for a custom
-        resource's ``status``, the strategy's for ``finalize`` (none for other
-        subresources)."""
+        resource's ``status``, the strategy's for ``finalize`` and a built-in kind's
+        ``status`` (none for other subresources)."""
         schema = rtype.schema
         if subresource == "finalize":
             strategy = self.storage.strategies.of(rtype)
@@ -133,6 +133,15 @@ class RegistryStore:
                     raise StatusError.invalid(rtype.qualified_kind(), new["metadata"]["name"],
                                               causes, rtype.resource.group)
             return check_status
+        if subresource == "status":
+            strategy = self.storage.strategies.of(rtype)
+
+            def check_builtin_status(old: Obj, new: Obj) -> None:
+                causes = strategy.validate_status(new, old)
+                if causes:
+                    raise StatusError.invalid(rtype.qualified_kind(), new["metadata"]["name"],
+                                              causes, rtype.resource.group)
+            return check_builtin_status
         if subresource and not (subresource == "scale" and schema is not None):
             return None
         return lambda old, new: self.validate(rtype, new, namespace, old)

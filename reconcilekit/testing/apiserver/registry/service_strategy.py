@@ -1,11 +1,16 @@
-"""The Service strategy, as kube-apiserver 1.28 has it.
+"""The Service strategy, as kube-apiserver 1.28 has it (and the Ingress one, which
+shares its create-time ``status.loadBalancer: {}``, and whose rule paths must be
+absolute).
 
 Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_workloads.py``):
 a create stores ``status.loadBalancer: {}`` and allocates a cluster IP (from
 10.0.0.0/24, ``None`` for headless, none for ExternalName), IP families and
-node ports (30000-32767) among the stored Services; an update that leaves
-them out keeps them; ports are 1-65535 and named when there are several; the
-cluster IP may not change once set. Defaults: :func:`.workload_defaults.default_service`.
+node ports (30000-32767) among the stored Services, and refuses a cluster IP
+or node port another Service holds; an update that leaves them out keeps
+them, and one that changes ``clusterIP`` alone changes ``clusterIPs`` with
+it; ports are 1-65535 and named when there are several; ``clusterIPs[0]``
+must be ``clusterIP``, and the cluster IPs may not change once set.
+Defaults: :func:`.workload_defaults.default_service`.
 """
 
 from __future__ import annotations
@@ -17,13 +22,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..machinery.resources import ResourceType
-from ..machinery.status import Cause
+from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid
 from .strategy import Strategy
 from .workload_defaults import default_service, spec_of
 
-__all__ = ["ServiceStrategy"]
+__all__ = ["IngressStrategy", "ServiceStrategy"]
 
 _SERVICE_CIDR = ipaddress.ip_network("10.0.0.0/24")
 
@@ -46,21 +51,107 @@ class ServiceStrategy(Strategy):
                            ) -> None:
         super().prepare_for_create(rtype, obj, existing)
         obj["status"] = {"loadBalancer": {}}
-        _allocate(_spec(obj), list(existing))
+        stored = list(existing)
+        spec = _spec(obj)
+        if spec.get("clusterIP") and not spec.get("clusterIPs"):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        causes = _taken(spec, stored)
+        if causes:
+            raise StatusError.invalid("Service", obj["metadata"].get("name", ""), causes)
+        _allocate(spec, stored)
 
     def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
         _keep_allocated(_spec(old), new.get("spec"))
+        _follow_cluster_ip(_spec(old), _spec(new))
 
     def validate(self, obj: Obj, namespace: str) -> list[Cause]:
-        return _service_ports(_spec(obj))
+        return _first_cluster_ip(_spec(obj)) + _service_ports(_spec(obj))
 
     def immutable(self, old: Obj, new: Obj) -> list[Cause]:
-        old_ips, new_ips = _spec(old).get("clusterIPs") or [], _spec(new).get("clusterIPs") or []
-        if old_ips and new_ips and old_ips[0] != new_ips[0]:
-            shown = "[]string{" + ", ".join(f'"{ip}"' for ip in new_ips) + "}"
-            return [Cause("FieldValueInvalid", f"Invalid value: {shown}: may not change once set",
-                          "spec.clusterIPs[0]")]
-        return []
+        """ValidateServiceUpdate's cluster IPs: none of those set may change (not
+        checked when ``clusterIPs[0]`` is not ``clusterIP``, already refused)."""
+        before, after = _spec(old), _spec(new)
+        old_ips, new_ips = before.get("clusterIPs") or [], after.get("clusterIPs") or []
+        if _first_cluster_ip(after) or "ExternalName" in (before.get("type"),
+                                                          after.get("type")):
+            return []
+        changed = [i for i, (a, b) in enumerate(zip(old_ips, new_ips, strict=False)) if a != b]
+        if len(old_ips) != len(new_ips):
+            changed = [0] if old_ips and new_ips and old_ips[0] != new_ips[0] else []
+        return [Cause("FieldValueInvalid",
+                      f"Invalid value: {_go_strings(new_ips)}: may not change once set",
+                      f"spec.clusterIPs[{i}]") for i in changed]
+
+
+def _go_strings(values: list[Any]) -> str:
+    return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
+
+
+def _first_cluster_ip(spec: Obj) -> list[Cause]:
+    ips = spec.get("clusterIPs") or []
+    if ips and spec.get("clusterIP") != ips[0]:
+        return [Cause("FieldValueInvalid", f"Invalid value: {_go_strings(ips)}: first value "
+                      "must match `clusterIP`", "spec.clusterIPs")]
+    return []
+
+
+def _follow_cluster_ip(old: Obj, new: Obj) -> None:
+    """normalizeClusterIPs: ``clusterIP`` changed with ``clusterIPs`` as they were
+    makes ``clusterIPs`` follow it (cleared with it when it is cleared)."""
+    if not new or old.get("clusterIP") == new.get("clusterIP"):
+        return
+    if (old.get("clusterIPs") or []) != (new.get("clusterIPs") or []):
+        return
+    if new.get("clusterIP"):
+        new["clusterIPs"] = [new["clusterIP"]]
+    elif old.get("clusterIP"):
+        new.pop("clusterIPs", None)
+
+
+def _taken(spec: Obj, existing: list[Obj]) -> list[Cause]:
+    """A requested cluster IP or node port that a stored Service holds."""
+    causes: list[Cause] = []
+    held_ips = {ip for s in existing for ip in _spec(s).get("clusterIPs") or ()
+                if ip != "None"}
+    for ip in spec.get("clusterIPs") or ():
+        if ip in held_ips:
+            causes.append(Cause(
+                "FieldValueInvalid", f"Invalid value: {_go_strings(spec['clusterIPs'])}: "
+                f"failed to allocate IP {ip}: provided IP is already allocated",
+                "spec.clusterIPs"))
+    held_ports = {p.get("nodePort") for s in existing for p in _spec(s).get("ports") or ()
+                  if isinstance(p, dict) and p.get("nodePort")}
+    for i, port in enumerate(spec.get("ports") or ()):
+        if isinstance(port, dict) and port.get("nodePort") in held_ports:
+            causes.append(invalid(f"spec.ports[{i}].nodePort", port["nodePort"],
+                                  "provided port is already allocated"))
+    return causes
+
+
+class IngressStrategy(Strategy):
+    """Ingresses: created with the empty load balancer status Services have."""
+
+    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
+                           ) -> None:
+        super().prepare_for_create(rtype, obj, existing)
+        obj["status"] = {"loadBalancer": {}}
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        """validateHTTPIngressRuleValue's paths: absolute (an ImplementationSpecific one
+        may be empty)."""
+        causes: list[Cause] = []
+        for i, rule in enumerate(_spec(obj).get("rules") or ()):
+            http = rule.get("http") if isinstance(rule, dict) else None
+            paths = http.get("paths") if isinstance(http, dict) else None
+            for j, path in enumerate(paths if isinstance(paths, list) else ()):
+                if not isinstance(path, dict):
+                    continue
+                value = path.get("path") or ""
+                if (value or path.get("pathType") in ("Exact", "Prefix")) and (
+                        not str(value).startswith("/")):
+                    causes.append(invalid(f"spec.rules[{i}].http.paths[{j}].path", value,
+                                          "must be an absolute path"))
+        return causes
 
 
 def _keep_allocated(old: Obj, new: Any) -> None:

@@ -121,6 +121,10 @@ class Strategy:
         """The fields an update changed that the kind does not let change."""
         return []
 
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        """The rules of a ``status`` subresource write of a built-in kind (metadata aside)."""
+        return []
+
     def validate_finalize(self, obj: Obj) -> list[Cause]:
         """The rules of a ``finalize`` subresource write (the kinds that have one)."""
         return []

@@ -7,6 +7,8 @@ register theirs in the same table when the server is put together.
 
 from __future__ import annotations
 
+from .autoscaler_strategy import HorizontalPodAutoscalerStrategy
+from .claim_strategy import PersistentVolumeClaimStrategy
 from .core_strategies import (
     ConfigMapStrategy,
     EventStrategy,
@@ -17,7 +19,7 @@ from .core_strategies import (
     ReturnsDeletedStrategy,
     SecretStrategy,
 )
-from .service_strategy import ServiceStrategy
+from .service_strategy import IngressStrategy, ServiceStrategy
 from .strategy import StrategyTable
 from .workload_strategies import (
     CronJobStrategy,
@@ -45,6 +47,7 @@ def builtin_strategies() -> StrategyTable:
             ("", "serviceaccounts", ReturnsDeletedStrategy()),
             ("storage.k8s.io", "storageclasses", ReturnsDeletedStrategy()),
             ("", "services", ServiceStrategy()),
+            ("", "persistentvolumeclaims", PersistentVolumeClaimStrategy()),
             ("", "replicationcontrollers", ReplicationControllerStrategy()),
             ("", "events", EventStrategy(strict=False)),
             ("events.k8s.io", "events", EventStrategy(strict=True)),
@@ -54,6 +57,8 @@ def builtin_strategies() -> StrategyTable:
             ("apps", "daemonsets", DaemonSetStrategy()),
             ("apps", "replicasets", ReplicaSetStrategy()),
             ("batch", "jobs", JobStrategy()),
-            ("batch", "cronjobs", CronJobStrategy())):
+            ("batch", "cronjobs", CronJobStrategy()),
+            ("autoscaling", "horizontalpodautoscalers", HorizontalPodAutoscalerStrategy()),
+            ("networking.k8s.io", "ingresses", IngressStrategy())):
         table.register(group, plural, strategy)
     return table

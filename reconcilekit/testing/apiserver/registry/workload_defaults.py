@@ -7,7 +7,9 @@ recorded; ``tests/testing/test_apiserver_workloads.py`` compares both servers):
   ``progressDeadlineSeconds`` 600, a ``RollingUpdate`` strategy of 25%/25%;
 * StatefulSet: ``replicas`` 1, ``revisionHistoryLimit`` 10,
   ``podManagementPolicy: OrderedReady``, a ``RollingUpdate`` of partition 0,
-  ``persistentVolumeClaimRetentionPolicy`` Retain/Retain, ``serviceName: ""``;
+  ``persistentVolumeClaimRetentionPolicy`` Retain/Retain, ``serviceName: ""``,
+  each claim template a claim's defaults and type meta
+  (:func:`.claim_strategy.default_claim_template`);
 * DaemonSet: ``revisionHistoryLimit`` 10, a ``RollingUpdate`` of maxSurge 0,
   maxUnavailable 1;
 * ReplicaSet and ReplicationController: ``replicas`` 1 (an RC's selector and
@@ -30,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..machinery.unstructured import Obj
+from .claim_strategy import default_claim_template
 from .pod_defaults import default_pod_spec
 
 __all__ = ["default_cronjob", "default_daemonset", "default_deployment", "default_job",
@@ -100,6 +103,9 @@ def default_statefulset(spec: Obj) -> None:
     if isinstance(policy, dict):
         policy.setdefault("whenDeleted", "Retain")
         policy.setdefault("whenScaled", "Retain")
+    for claim in spec.get("volumeClaimTemplates") or ():
+        if isinstance(claim, dict):
+            default_claim_template(claim)
     _template(spec)
 
 

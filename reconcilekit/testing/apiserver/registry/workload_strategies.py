@@ -9,9 +9,11 @@ Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_workloads.py`
   DaemonSet's ``deprecated.daemonset.template.generation`` annotation, which
   follows its template's changes on an update;
 * Validate: a selector is required and must match the template's labels
-  (apps/v1 kinds), replicas and history limits are not negative (apps/v1
+  (apps/v1 kinds), the template's containers are present and named (an
+  image may be left out), replicas and history limits are not negative (apps/v1
   kinds and RCs), a Job's template restarts ``OnFailure`` or ``Never``;
 * ValidateUpdate: an apps/v1 selector is immutable;
+* a ``status`` write: the counts :mod:`.status_validation` checks;
 * defaults: :mod:`.workload_defaults`.
 
 Everything else of these kinds' validation (the pod spec beyond containers,
@@ -28,6 +30,14 @@ from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid
+from .core_validation import validate_pod_spec
+from .status_validation import (
+    validate_daemonset_status,
+    validate_deployment_status,
+    validate_job_status,
+    validate_replicaset_status,
+    validate_statefulset_status,
+)
 from .strategy import Strategy
 from .workload_defaults import (
     default_cronjob,
@@ -104,6 +114,13 @@ class WorkloadStrategy(Strategy):
                 causes.append(Cause("FieldValueInvalid", f"Invalid value: {_go_map(labels)}: "
                                     "`selector` does not match template `labels`",
                                     "spec.template.metadata.labels"))
+        template = spec.get("template")
+        if isinstance(template, dict) or self.selected:
+            pod_spec = (template or {}).get("spec") if isinstance(template, dict) else None
+            # a template's containers may leave their image to be filled in later
+            causes.extend(Cause(c.reason, c.message, f"spec.template.{c.field}")
+                          for c in validate_pod_spec(pod_spec)
+                          if not c.field.endswith(".image"))
         if self.counted:
             for name in ("replicas", "revisionHistoryLimit"):
                 value = spec.get(name)
@@ -125,6 +142,9 @@ class WorkloadStrategy(Strategy):
 class DeploymentStrategy(WorkloadStrategy):
     selected = counted = True
 
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_deployment_status(obj, old)
+
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
             default_deployment(spec)
@@ -135,6 +155,9 @@ class StatefulSetStrategy(WorkloadStrategy):
     selected = counted = True
     scale_names_subresource = False
 
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_statefulset_status(obj, old)
+
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
             default_statefulset(spec)
@@ -143,6 +166,9 @@ class StatefulSetStrategy(WorkloadStrategy):
 class ReplicaSetStrategy(WorkloadStrategy):
     create_status: ClassVar[Mapping[str, Any]] = {"replicas": 0}
     selected = counted = True
+
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_replicaset_status(obj, old)
 
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
@@ -157,6 +183,9 @@ class DaemonSetStrategy(WorkloadStrategy):
         "currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
         "numberReady": 0}
     selected = counted = True
+
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_daemonset_status(obj, old)
 
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
@@ -179,6 +208,9 @@ class ReplicationControllerStrategy(WorkloadStrategy):
     create_status: ClassVar[Mapping[str, Any]] = {"replicas": 0}
     counted = True
 
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_replicaset_status(obj, old)
+
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
             default_replication_controller(obj, spec)
@@ -187,6 +219,9 @@ class ReplicationControllerStrategy(WorkloadStrategy):
 class JobStrategy(WorkloadStrategy):
     """A Job's selector is made from its uid when created; its template restarts
     ``OnFailure`` or ``Never``."""
+
+    def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_job_status(obj, old)
 
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:

@@ -1,0 +1,128 @@
+"""The PersistentVolumeClaim strategy, as kube-apiserver 1.28 has it.
+
+Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_claims.py``):
+
+* defaults (``SetDefaults_PersistentVolumeClaim``): ``spec.volumeMode:
+  Filesystem``, ``status.phase: Pending`` (also every StatefulSet
+  ``volumeClaimTemplates`` entry's, :func:`default_claim_template`);
+* ValidateUpdate: the spec is immutable once created, but for a
+  ``volumeName`` set once, a ``storageClassName`` set once where there was
+  none, and a bound claim's ``resources.requests.storage``, which may grow
+  and never shrink.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable
+from fractions import Fraction
+
+from ..machinery.resources import ResourceType
+from ..machinery.status import Cause
+from ..machinery.unstructured import Obj
+from ..machinery.validation import invalid
+from .claim_diff import claim_spec_diff
+from .strategy import Strategy
+
+__all__ = ["PersistentVolumeClaimStrategy", "default_claim", "default_claim_template"]
+
+_IMMUTABLE_SPEC = ("spec is immutable after creation except resources.requests for bound "
+                   "claims")
+
+
+def _dict(parent: Obj, key: str) -> Obj | None:
+    value = parent.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def default_claim(obj: Obj) -> None:
+    """A claim's defaults, in place: ``spec.volumeMode`` and ``status.phase``."""
+    spec = _dict(obj, "spec")
+    if spec is not None:
+        spec.setdefault("volumeMode", "Filesystem")
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict) and not status.get("phase"):
+        status["phase"] = "Pending"
+
+
+def default_claim_template(obj: Obj) -> None:
+    """A StatefulSet's claim template as apps/v1 stores it: a claim's defaults, its
+    type meta, and ``metadata.creationTimestamp: null``."""
+    obj.setdefault("apiVersion", "v1")
+    obj.setdefault("kind", "PersistentVolumeClaim")
+    meta = obj.setdefault("metadata", {})
+    if isinstance(meta, dict):
+        meta.setdefault("creationTimestamp", None)
+    default_claim(obj)
+
+
+def _requested(spec: Obj) -> object:
+    return ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+
+
+class PersistentVolumeClaimStrategy(Strategy):
+    """PersistentVolumeClaims: defaulted, with a spec fixed once created."""
+
+    def default(self, obj: Obj) -> None:
+        default_claim(obj)
+
+    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
+                           ) -> None:
+        """A created claim's status is its default one (kube-apiserver defaults the
+        cleared status again as it reads the object back)."""
+        super().prepare_for_create(rtype, obj, existing)
+        default_claim(obj)
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        before = copy.deepcopy(_dict(old, "spec") or {})
+        after = copy.deepcopy(_dict(new, "spec") or {})
+        causes: list[Cause] = []
+        if not before.get("volumeName") and "volumeName" in after:
+            before["volumeName"] = after["volumeName"]
+        if before.get("storageClassName") is None and "storageClassName" in after:
+            before["storageClassName"] = after["storageClassName"]
+        bound = (_dict(new, "status") or {}).get("phase") == "Bound"
+        if bound and _requested(after) is not None:
+            grown, was = _requested(after), _requested(before)
+            if was is not None and _less(grown, was):
+                causes.append(invalid("spec.resources.requests.storage", grown,
+                                      "field can not be less than previous value"))
+            after.setdefault("resources", {}).setdefault("requests", {})["storage"] = was
+            if was is None:
+                del after["resources"]["requests"]["storage"]
+        if before != after:
+            diff = claim_spec_diff(before, after)
+            causes.insert(0, Cause("FieldValueForbidden",
+                                   f"Forbidden: {_IMMUTABLE_SPEC}\n{diff}", "spec"))
+        return causes
+
+
+_QUANTITY = re.compile(r"([+-]?[0-9.]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+_SUFFIXES = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+             "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
+             "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18),
+             **{s: Fraction(1024**(i + 1)) for i, s in enumerate(
+                 ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))}}
+
+
+def _quantity(value: object) -> Fraction | None:
+    """A resource quantity's value (None: not a quantity, left to other checks)."""
+    match = _QUANTITY.fullmatch(str(value))
+    if match is None:
+        return None
+    number, suffix = match.groups()
+    try:
+        amount = Fraction(number)
+    except ValueError:
+        return None
+    if suffix is None:
+        return amount
+    if suffix[0] in "eE" and len(suffix) > 1:
+        return amount * Fraction(10) ** int(suffix[1:])
+    return amount * _SUFFIXES[suffix]
+
+
+def _less(a: object, b: object) -> bool:
+    first, second = _quantity(a), _quantity(b)
+    return first is not None and second is not None and first < second

@@ -1,0 +1,75 @@
+"""PersistentVolumeClaims and a StatefulSet's claim templates: what kube-apiserver
+1.28 fills in, and the claim spec it keeps fixed after creation.
+
+Every expectation was recorded on kube-apiserver v1.28.7; the tests run on
+both backends (``dryRun=All`` where kube-controller-manager would otherwise
+change the answer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconcilekit.testing import Cluster
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+CLAIM_SPEC = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+
+
+def _claims(apiserver: Cluster) -> str:
+    return f"/api/v1/namespaces/{apiserver.namespace}/persistentvolumeclaims"
+
+
+async def test_a_claim_is_defaulted_to_a_filesystem_volume_pending(apiserver: Cluster) -> None:
+    created = await apiserver.request(
+        "POST", f"{_claims(apiserver)}?dryRun=All", json={
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+            "spec": CLAIM_SPEC})
+    assert created.status == 201, created
+    assert created.body["spec"] == {**CLAIM_SPEC, "volumeMode": "Filesystem"}
+    assert created.body["status"] == {"phase": "Pending"}
+
+
+async def test_a_claim_spec_is_immutable_after_creation(apiserver: Cluster) -> None:
+    created = await apiserver.request("POST", _claims(apiserver), json={
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": CLAIM_SPEC})
+    assert created.status == 201, created
+    changed = await apiserver.request(
+        "PATCH", f"{_claims(apiserver)}/data", headers=MERGE,
+        json={"spec": {"accessModes": ["ReadWriteMany"]}})
+    assert changed.status == 422, changed
+    assert changed.body["message"].replace("\u00a0", " ") == (
+        'PersistentVolumeClaim "data" is invalid: spec: Forbidden: spec is immutable after '
+        "creation except resources.requests for bound claims\n"
+        "  core.PersistentVolumeClaimSpec{\n"
+        '- \tAccessModes: []core.PersistentVolumeAccessMode{"ReadWriteOnce"},\n'
+        '+ \tAccessModes: []core.PersistentVolumeAccessMode{"ReadWriteMany"},\n'
+        "  \tSelector:    nil,\n"
+        '  \tResources:   {Requests: {s"storage": {i: {...}, s: "1Gi", Format: "BinarySI"}}},\n'
+        "  \t... // 5 identical fields\n"
+        "  }\n")
+    grown = await apiserver.request(
+        "PATCH", f"{_claims(apiserver)}/data", headers=MERGE,
+        json={"spec": {"resources": {"requests": {"storage": "2Gi"}}}})
+    assert grown.status == 422, grown  # only a bound claim's request may grow
+    named = await apiserver.request(
+        "PATCH", f"{_claims(apiserver)}/data", headers=MERGE,
+        json={"metadata": {"labels": {"a": "b"}}})
+    assert named.status == 200, named
+
+
+async def test_a_statefulset_claim_template_is_defaulted_as_a_claim(apiserver: Cluster) -> None:
+    template: dict[str, Any] = {"metadata": {"labels": {"app": "db"}},
+                                "spec": {"containers": [{"name": "db", "image": "postgres"}]}}
+    created = await apiserver.request(
+        "POST", f"/apis/apps/v1/namespaces/{apiserver.namespace}/statefulsets?dryRun=All",
+        json={"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+              "spec": {"selector": {"matchLabels": {"app": "db"}}, "template": template,
+                       "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                                 "spec": CLAIM_SPEC}]}})
+    assert created.status == 201, created
+    assert created.body["spec"]["volumeClaimTemplates"] == [{
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"creationTimestamp": None, "name": "data"},
+        "spec": {**CLAIM_SPEC, "volumeMode": "Filesystem"}, "status": {"phase": "Pending"}}]

@@ -1,0 +1,90 @@
+"""Services: the cluster IP an update may not change, and a node port that is taken.
+
+Every expectation was recorded on kube-apiserver v1.28.7; the tests run on
+both backends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reconcilekit.testing import Cluster
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+def _services(apiserver: Cluster) -> str:
+    return f"/api/v1/namespaces/{apiserver.namespace}/services"
+
+
+@pytest.mark.parametrize(("ip", "change"), [
+    ("10.0.0.97", {"clusterIP": "10.0.0.99"}),
+    ("10.0.0.96", {"clusterIPs": ["10.0.0.99"]}),
+    ("10.0.0.95", {"clusterIP": "10.0.0.99", "clusterIPs": ["10.0.0.99"]})],
+    ids=["clusterIP", "clusterIPs", "both"])
+async def test_a_service_cluster_ip_may_not_change(apiserver: Cluster, ip: str,
+                                                   change: dict[str, Any]) -> None:
+    created = await apiserver.request("POST", _services(apiserver), json={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"clusterIP": ip, "ports": [{"port": 80}]}})
+    assert created.status == 201, created
+    moved = await apiserver.request("PATCH", f"{_services(apiserver)}/web", headers=MERGE,
+                                    json={"spec": change})
+    assert moved.status == 422, moved
+    shown = '[]string{"10.0.0.99"}'
+    assert moved.body["message"] == (
+        f'Service "web" is invalid: spec.clusterIPs: Invalid value: {shown}: first value must '
+        "match `clusterIP`" if "clusterIP" not in change else
+        f'Service "web" is invalid: spec.clusterIPs[0]: Invalid value: {shown}: may not change '
+        "once set")
+
+
+async def test_a_cluster_ip_in_use_is_refused(apiserver: Cluster) -> None:
+    body = {"apiVersion": "v1", "kind": "Service",
+            "spec": {"clusterIP": "10.0.0.94", "ports": [{"port": 80}]}}
+    first = await apiserver.request("POST", _services(apiserver),
+                                    json={**body, "metadata": {"name": "first"}})
+    assert first.status == 201, first
+    clash = await apiserver.request("POST", _services(apiserver),
+                                    json={**body, "metadata": {"name": "clash"}})
+    assert clash.status == 422, clash
+    assert clash.body["message"] == (
+        'Service "clash" is invalid: spec.clusterIPs: Invalid value: []string{"10.0.0.94"}: '
+        "failed to allocate IP 10.0.0.94: provided IP is already allocated")
+
+
+async def test_a_node_port_in_use_is_refused(apiserver: Cluster) -> None:
+    body = {"apiVersion": "v1", "kind": "Service",
+            "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30081}]}}
+    first = await apiserver.request("POST", _services(apiserver),
+                                    json={**body, "metadata": {"name": "first"}})
+    assert first.status == 201, first
+    clash = await apiserver.request("POST", _services(apiserver),
+                                    json={**body, "metadata": {"name": "clash"}})
+    assert clash.status == 422, clash
+    assert clash.body["message"] == (
+        'Service "clash" is invalid: spec.ports[0].nodePort: Invalid value: 30081: provided '
+        "port is already allocated")
+
+
+async def test_an_ingress_has_a_load_balancer_status_and_absolute_paths(
+        apiserver: Cluster) -> None:
+    ingresses = f"/apis/networking.k8s.io/v1/namespaces/{apiserver.namespace}/ingresses"
+
+    def ingress(name: str, path: str) -> dict[str, Any]:
+        backend = {"service": {"name": "web", "port": {"number": 80}}}
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                "metadata": {"name": name},
+                "spec": {"rules": [{"http": {"paths": [
+                    {"path": path, "pathType": "Prefix", "backend": backend}]}}]}}
+    created = await apiserver.request("POST", f"{ingresses}?dryRun=All",
+                                      json=ingress("good", "/"))
+    assert created.status == 201, created
+    assert created.body["status"] == {"loadBalancer": {}}
+    relative = await apiserver.request("POST", ingresses, json=ingress("bad", "relative"))
+    assert relative.status == 422, relative
+    assert relative.body["message"] == (
+        'Ingress.networking.k8s.io "bad" is invalid: spec.rules[0].http.paths[0].path: '
+        'Invalid value: "relative": must be an absolute path')
