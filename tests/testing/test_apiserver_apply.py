@@ -173,3 +173,27 @@ async def test_an_apply_that_changes_nothing_writes_nothing(apiserver: Cluster,
     entries = other.body["metadata"]["managedFields"]
     assert [(e["manager"], "time" in e) for e in entries] == [("a2", False), ("a1", True)]
     assert entries[1] == made.body["metadata"]["managedFields"][0]
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+async def test_kubectl_takes_over_fields_last_applied_client_side(apiserver: Cluster,
+                                                                  configmaps: str) -> None:
+    last = '{"apiVersion":"v1","data":{"a":"1"},"kind":"ConfigMap","metadata":{"name":"c"}}\n'
+    created = await apiserver.request(
+        "POST", configmaps, params={"fieldManager": "kubectl-client-side-apply"},
+        json=configmap({"a": "1"}, annotations={LAST_APPLIED: last}))
+    assert created.status == 201, created
+    path = f"{configmaps}/c"
+
+    # another manager gets the conflict; kubectl's own server-side apply does not
+    got = await apply(apiserver, path, configmap({"a": "2"}), "other")
+    assert got.status == 409, got
+    got = await apply(apiserver, path, configmap({"a": "2", "b": "<&>"}), "kubectl")
+    assert got.status == 200, got
+    assert got.body["data"] == {"a": "2", "b": "<&>"}
+    assert got.body["metadata"]["annotations"][LAST_APPLIED] == (
+        '{"apiVersion":"v1","data":{"a":"2","b":"\\u003c\\u0026\\u003e"},"kind":"ConfigMap",'
+        '"metadata":{"name":"c"}}\n')
+    assert owners(got.body)[("kubectl", "Apply")] == {"f:data": {"f:a": {}, "f:b": {}}}

@@ -371,6 +371,9 @@ class FieldOwnership:
         conflicts = [(entry, path) for entry in entries
                      if entry.identity != (manager, "Apply", subresource or "")
                      for path in sorted(entry.paths & touched, key=path_string)]
+        if conflicts and not force and manager == _KUBECTL:
+            allowed = self._last_applied(live)
+            conflicts = [(entry, path) for entry, path in conflicts if path not in allowed]
         if conflicts and not force:
             raise _conflict_error(conflicts)
         for entry in entries:
@@ -390,7 +393,45 @@ class FieldOwnership:
         changed = _content(merged) != _content(live)
         self._own(entries, manager, "Apply", subresource, now if changed else None).take(
             applied, only=True)
+        if manager == _KUBECTL:
+            _sync_last_applied(merged, config)
         return merged, self._dump(entries)
+
+    def _last_applied(self, live: Mapping[str, Any]) -> set[Path]:
+        """The paths of ``live``'s client-side last-applied configuration (none if absent
+        or unreadable): ``kubectl apply --server-side`` takes them over without conflict."""
+        text = ((live.get("metadata") or {}).get("annotations") or {}).get(_LAST_APPLIED)
+        if not isinstance(text, str):
+            return set()
+        try:
+            last = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return set()
+        return self._owned(leaves(last, self.shape), None) if isinstance(last, dict) else set()
+
+
+def _sync_last_applied(merged: dict[str, Any], config: Mapping[str, Any]) -> None:
+    """kube-apiserver's lastAppliedUpdater: an apply by ``kubectl`` rewrites an existing
+    last-applied annotation as the applied configuration (without that annotation),
+    encoded as Go encodes it (sorted keys, HTML-escaped, a newline at the end)."""
+    annotations = (merged.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, dict) or _LAST_APPLIED not in annotations:
+        return
+    meta = dict(config.get("metadata") or {})
+    applied_annotations = meta.get("annotations")
+    if isinstance(applied_annotations, Mapping) and _LAST_APPLIED in applied_annotations:
+        meta["annotations"] = {k: v for k, v in applied_annotations.items()
+                               if k != _LAST_APPLIED}
+    encoded = orjson.dumps({**config, "metadata": meta}, option=orjson.OPT_SORT_KEYS).decode()
+    for char, escaped in _GO_ESCAPES:
+        encoded = encoded.replace(char, escaped)
+    annotations[_LAST_APPLIED] = encoded + "\n"
+
+
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_KUBECTL = "kubectl"  # the only manager kube-apiserver's last-applied handling serves
+_GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+               ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
 def _content(obj: Mapping[str, Any]) -> Any:
