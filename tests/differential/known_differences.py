@@ -25,11 +25,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "auth-can-i": Known(1, (
         "no authorization.k8s.io SelfSubjectAccessReview: `kubectl auth can-i` gets 404 and"
         " exits 1 where kube-apiserver answers yes")),
-    "configmap-diff": Known(3, (
-        "`kubectl diff --server-side` after a client-side apply: the in-process server "
-        "answers Conflict with kubectl-client-side-apply on .data.a (kube-apiserver lets "
-        "the server-side apply take over fields last applied client-side) and kubectl warns"
-        " the object keeps changing")),
     "create-token": Known(2, (
         "no TokenRequest (serviceaccounts/token): `kubectl create token` fails with 404")),
     "cronjob": Known(4, (
@@ -65,19 +60,9 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "rbac-tables": Known(4, (
         "RoleBinding Table (-o wide) has only NAME and CREATED AT (kube-apiserver: ROLE, "
         "AGE, USERS, GROUPS, SERVICEACCOUNTS)")),
-    "service-apply-and-patch": Known(4, (
-        "a Service's clusterIP can be changed by a patch (kube-apiserver: "
-        'spec.clusterIPs[0] may not change once set)')),
-    "service-basics": Known(7, (
-        "a NodePort already allocated to another Service is accepted (kube-apiserver: "
-        "provided port is already allocated)")),
     "service-table": Known(2, (
         "Service Table has only NAME and CREATED AT (kube-apiserver: TYPE, CLUSTER-IP, "
         "EXTERNAL-IP, PORT(S), AGE)")),
-    "statefulset": Known(1, (
-        "StatefulSet defaults missing in volumeClaimTemplates: apiVersion v1, kind "
-        "PersistentVolumeClaim, creationTimestamp null, spec.volumeMode Filesystem, "
-        "status.phase Pending")),
     "statefulset-operations": Known(4, (
         "a StatefulSet's spec fields other than replicas, ordinals, template, "
         'updateStrategy, persistentVolumeClaimRetentionPolicy and minReadySeconds can '
@@ -87,8 +72,8 @@ NOT_YET_MATCHED: dict[str, Known] = {
         "subresource's check of .spec.replicas ('should be a non-negative integer') is "
         "missing")),
     "python-policy-and-networking": Known(1, (
-        'a PVC gets neither the kubernetes.io/pvc-protection finalizer nor '
-        'spec.volumeMode Filesystem; its managedFields have `.` entries on structs')),
+        "a PVC does not get the kubernetes.io/pvc-protection finalizer kube-apiserver's"
+        ' admission adds (nothing in-process would remove it)')),
     "python-rbac": Known(3, (
         "a RoleBinding's roleRef can be changed (kube-apiserver: 422 cannot change "
         'roleRef)')),
