@@ -176,3 +176,12 @@ async def test_a_subresource_takes_the_verbs_discovery_lists(
     finalize = await apiserver.request("POST", f"/api/v1/namespaces/{apiserver.namespace}"
                                        "/finalize", json={})
     assert finalize.status == 405, finalize.body
+
+
+async def test_a_null_label_or_data_value_is_the_empty_string(
+        apiserver: Cluster, configmaps: str) -> None:
+    """Go decodes ``null`` into a ``map[string]string`` value as ``""`` (it was a 500)."""
+    got = await apiserver.request("POST", configmaps, json=configmap(
+        "a", labels={"app": None}, data={"k": None}))
+    assert got.status == 201, got.body
+    assert (got.body["metadata"]["labels"], got.body["data"]) == ({"app": ""}, {"k": ""})

@@ -142,6 +142,8 @@ def _value(node: list[Any], value: Any, path: str, field: str, struct: str,
             for key, item in sorted(value.items()) if sort else value.items():
                 if item is not None:
                     _value(element, item, f"{path}.{key}", field, struct, unknown, sort)
+                elif element[_KIND] == _STRING and element[_GO_TYPE] == "string":
+                    value[key] = ""  # null decodes to the zero value: a label "app": ""
     elif kind in (_INT, _INTSTR):
         if kind == _INTSTR and type(value) is str:
             return
