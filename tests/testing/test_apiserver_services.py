@@ -41,32 +41,23 @@ async def test_a_service_cluster_ip_may_not_change(apiserver: Cluster, ip: str,
         "once set")
 
 
-async def test_a_cluster_ip_in_use_is_refused(apiserver: Cluster) -> None:
-    body = {"apiVersion": "v1", "kind": "Service",
-            "spec": {"clusterIP": "10.0.0.94", "ports": [{"port": 80}]}}
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"clusterIP": "10.0.0.94", "ports": [{"port": 80}]},
+     'spec.clusterIPs: Invalid value: []string{"10.0.0.94"}: failed to allocate IP '
+     "10.0.0.94: provided IP is already allocated"),
+    ({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30081}]},
+     "spec.ports[0].nodePort: Invalid value: 30081: provided port is already allocated"),
+], ids=["cluster-ip", "node-port"])
+async def test_an_address_in_use_is_refused(apiserver: Cluster, spec: dict[str, Any],
+                                            message: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Service", "spec": spec}
     first = await apiserver.request("POST", _services(apiserver),
                                     json={**body, "metadata": {"name": "first"}})
     assert first.status == 201, first
     clash = await apiserver.request("POST", _services(apiserver),
                                     json={**body, "metadata": {"name": "clash"}})
     assert clash.status == 422, clash
-    assert clash.body["message"] == (
-        'Service "clash" is invalid: spec.clusterIPs: Invalid value: []string{"10.0.0.94"}: '
-        "failed to allocate IP 10.0.0.94: provided IP is already allocated")
-
-
-async def test_a_node_port_in_use_is_refused(apiserver: Cluster) -> None:
-    body = {"apiVersion": "v1", "kind": "Service",
-            "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30081}]}}
-    first = await apiserver.request("POST", _services(apiserver),
-                                    json={**body, "metadata": {"name": "first"}})
-    assert first.status == 201, first
-    clash = await apiserver.request("POST", _services(apiserver),
-                                    json={**body, "metadata": {"name": "clash"}})
-    assert clash.status == 422, clash
-    assert clash.body["message"] == (
-        'Service "clash" is invalid: spec.ports[0].nodePort: Invalid value: 30081: provided '
-        "port is already allocated")
+    assert clash.body["message"] == f'Service "clash" is invalid: {message}'
 
 
 async def test_an_ingress_has_a_load_balancer_status_and_absolute_paths(

@@ -126,22 +126,15 @@ class RegistryStore:
                     raise StatusError.invalid(rtype.qualified_kind(), new["metadata"]["name"],
                                               causes)
             return check_finalize
-        if subresource == "status" and schema is not None:
+        if subresource == "status":  # a custom resource's schema, or a built-in strategy
+            rules = schema if schema is not None else self.storage.strategies.of(rtype)
+
             def check_status(old: Obj, new: Obj) -> None:
-                causes = schema.validate_status(new, old)
+                causes = rules.validate_status(new, old)
                 if causes:
                     raise StatusError.invalid(rtype.qualified_kind(), new["metadata"]["name"],
                                               causes, rtype.resource.group)
             return check_status
-        if subresource == "status":
-            strategy = self.storage.strategies.of(rtype)
-
-            def check_builtin_status(old: Obj, new: Obj) -> None:
-                causes = strategy.validate_status(new, old)
-                if causes:
-                    raise StatusError.invalid(rtype.qualified_kind(), new["metadata"]["name"],
-                                              causes, rtype.resource.group)
-            return check_builtin_status
         if subresource and not (subresource == "scale" and schema is not None):
             return None
         return lambda old, new: self.validate(rtype, new, namespace, old)
