@@ -30,25 +30,16 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "cronjob": Known(4, (
         "CronJob validation missing: a schedule of the wrong form (`not a schedule`) is "
         "accepted")),
-    "cronjob-table": Known(3, (
-        "CronJob Table has only NAME and CREATED AT (kube-apiserver: SCHEDULE, SUSPEND, "
-        "ACTIVE, LAST SCHEDULE, AGE)")),
     "deployment-server-side-apply": Known(6, (
         "managedFields after two appliers: kube-controller-manager's status Update "
         'entry is missing (no controllers run in-process) and the appliers are listed '
         'in another order')),
-    "deployment-table": Known(2, (
-        "Deployment Table has only NAME and CREATED AT (kube-apiserver: READY, UP-TO-DATE, "
-        "AVAILABLE, AGE)")),
     "explain": Known(1, (
         "no OpenAPI schemas for built-in kinds: `kubectl explain configmap` prints "
         "DESCRIPTION <empty> and no FIELDS")),
     "explain-crd": Known(1, (
         "a CRD's published OpenAPI schema lacks apiVersion, kind and metadata, so `kubectl "
         "explain widgets` does not list them")),
-    "ingress-table": Known(2, (
-        "Ingress Table has only NAME and CREATED AT (kube-apiserver: CLASS, HOSTS, ADDRESS,"
-        " PORTS, AGE)")),
     "job": Known(4, (
         "a Job's spec.template is mutable (kube-apiserver: field is immutable)")),
     "pdb": Known(6, (
@@ -57,12 +48,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "pvc-defaults": Known(1, (
         "a created PVC lacks the kubernetes.io/pvc-protection finalizer (kube-apiserver's "
         "StorageObjectInUseProtection admission adds it)")),
-    "rbac-tables": Known(4, (
-        "RoleBinding Table (-o wide) has only NAME and CREATED AT (kube-apiserver: ROLE, "
-        "AGE, USERS, GROUPS, SERVICEACCOUNTS)")),
-    "service-table": Known(2, (
-        "Service Table has only NAME and CREATED AT (kube-apiserver: TYPE, CLUSTER-IP, "
-        "EXTERNAL-IP, PORT(S), AGE)")),
     "statefulset-operations": Known(4, (
         "a StatefulSet's spec fields other than replicas, ordinals, template, "
         'updateStrategy, persistentVolumeClaimRetentionPolicy and minReadySeconds can '

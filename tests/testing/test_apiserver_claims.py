@@ -1,5 +1,5 @@
-"""PersistentVolumeClaims and a StatefulSet's claim templates: what kube-apiserver
-1.28 fills in, and the claim spec it keeps fixed after creation.
+"""PersistentVolumeClaims, PersistentVolumes and a StatefulSet's claim templates: what
+kube-apiserver 1.28 fills in, and the claim spec it keeps fixed after creation.
 
 Every expectation was recorded on kube-apiserver v1.28.7; the tests run on
 both backends (``dryRun=All`` where kube-controller-manager would otherwise
@@ -73,3 +73,18 @@ async def test_a_statefulset_claim_template_is_defaulted_as_a_claim(apiserver: C
         "apiVersion": "v1", "kind": "PersistentVolumeClaim",
         "metadata": {"creationTimestamp": None, "name": "data"},
         "spec": {**CLAIM_SPEC, "volumeMode": "Filesystem"}, "status": {"phase": "Pending"}}]
+
+
+async def test_a_persistent_volume_is_defaulted_to_retain_a_filesystem_pending(
+        apiserver: Cluster) -> None:
+    created = await apiserver.request("POST", "/api/v1/persistentvolumes?dryRun=All", json={
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "claims-pv"},
+        "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "hostPath": {"path": "/tmp/pv"}},
+        "status": {"phase": "Bound"}})
+    assert created.status == 201, created
+    assert created.body["spec"] == {
+        "capacity": {"storage": "5Gi"}, "hostPath": {"path": "/tmp/pv", "type": ""},
+        "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain",
+        "volumeMode": "Filesystem"}
+    assert created.body["status"] == {"phase": "Pending"}

@@ -79,3 +79,22 @@ async def test_an_ingress_has_a_load_balancer_status_and_absolute_paths(
     assert relative.body["message"] == (
         'Ingress.networking.k8s.io "bad" is invalid: spec.rules[0].http.paths[0].path: '
         'Invalid value: "relative": must be an absolute path')
+
+
+async def test_endpoint_slice_ports_default_and_need_distinct_names(apiserver: Cluster) -> None:
+    path = f"/apis/discovery.k8s.io/v1/namespaces/{apiserver.namespace}/endpointslices"
+    slice_: dict[str, Any] = {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web"}, "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"]}]}
+    created = await apiserver.request("POST", path, json={**slice_, "ports": [
+        {"port": 80}, {"name": "dns", "port": 53, "protocol": "UDP"}]})
+    assert created.status == 201, created
+    assert created.body["ports"] == [{"name": "", "protocol": "TCP", "port": 80},
+                                     {"name": "dns", "protocol": "UDP", "port": 53}]
+    refused = await apiserver.request("POST", path, json={
+        **slice_, "metadata": {"name": "twice"}, "ports": [{"port": 80}, {"port": 81}]})
+    assert refused.status == 422, refused
+    assert refused.body["details"]["causes"] == [{
+        "reason": "FieldValueDuplicate", "message": 'Duplicate value: ""',
+        "field": "ports[1].name"}]

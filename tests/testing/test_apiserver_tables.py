@@ -12,7 +12,7 @@ import pytest
 from apiserver_helpers import ANYTHING, PROBE_CRD
 
 from reconcilekit.testing import Cluster
-from reconcilekit.testing.apiserver.endpoints.tables import human_duration
+from reconcilekit.testing.apiserver.registry.table_convertor import human_duration
 
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
                   "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")

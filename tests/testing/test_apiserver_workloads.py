@@ -237,3 +237,15 @@ async def test_a_workload_template_needs_containers_but_not_their_image(apiserve
                  "template": {"metadata": {"labels": {"app": "i"}},
                               "spec": {"containers": [{"name": "c"}]}}}})
     assert imageless.status == 201, imageless
+
+
+async def test_a_controller_revision_needs_data(apiserver: Cluster) -> None:
+    path = f"/apis/apps/v1/namespaces/{apiserver.namespace}/controllerrevisions"
+    revision = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                "metadata": {"name": "rev"}, "revision": 1}
+    refused = await apiserver.request("POST", path, json=revision)
+    assert refused.status == 422, refused
+    assert refused.body["message"] == ('ControllerRevision.apps "rev" is invalid: data: '
+                                       "Required value: data is mandatory")
+    created = await apiserver.request("POST", path, json={**revision, "data": {"a": 1}})
+    assert created.status == 201, created

@@ -31,14 +31,14 @@ from .registry.generic_store import Storage
 from .registry.strategy import StrategyTable
 from .registry.strategy_table import builtin_strategies
 
-__all__ = ["APIServer"]
+__all__ = ["APIServer", "served_strategies"]
 
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def _strategies() -> StrategyTable:
-    """Every kind's strategy: the built-in kinds', with the CRD and webhook configuration
-    strategies of the parts above the registry."""
+def served_strategies() -> StrategyTable:
+    """A new table of every kind's strategy: the built-in kinds', with the CRD and webhook
+    configuration strategies of the parts above the registry."""
     table = builtin_strategies()
     definition_strategy.register_strategy(table)
     webhook_configurations.register_strategies(table)
@@ -100,7 +100,7 @@ class APIServer:
         builtin = builtin_api()  # the capture is read here, by the first server made
         self.registry = Registry(builtin.types, builtin.group_order)
         owners = OwnerIndex()
-        self.storage = Storage(strategies=_strategies(), index=owners.update,
+        self.storage = Storage(strategies=served_strategies(), index=owners.update,
                                history_limit=history_limit, now=time.time)
         self.lifecycle = Lifecycle(self.storage, self.registry, owners,
                                    root_ca=self._certificate.ca_pem.decode())

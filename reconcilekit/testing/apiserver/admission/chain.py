@@ -310,6 +310,7 @@ class Admission:
         try:
             if rtype.builtin:
                 patched = decode(rtype, dict(patched, metadata=patched.get("metadata") or {}))
+                self.storage.strategies.of(rtype).check_encoding(patched)
         except DecodeError as err:
             raise StatusError.internal(str(err)) from None
         self._default(rtype, patched)

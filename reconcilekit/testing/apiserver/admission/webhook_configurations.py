@@ -39,6 +39,7 @@ from ..machinery.validation import (
     qualified_name_errors,
     required,
 )
+from ..registry.group_printers import webhook_configuration_cells
 from ..registry.strategy import Strategy, StrategyTable
 from ..webhook_client.client_config_validation import (
     check_ca_bundle,
@@ -71,6 +72,7 @@ class WebhookConfigurationStrategy(Strategy):
     """A Validating- or MutatingWebhookConfiguration's strategy (``mutating``)."""
 
     def __init__(self, *, mutating: bool) -> None:
+        super().__init__(cells=webhook_configuration_cells)
         self.mutating = mutating
 
     def check_encoding(self, obj: Obj) -> None:

@@ -3,10 +3,12 @@
 kube-apiserver refuses a body whose values do not fit the Go type, before
 any validation: a wrong JSON type, bad base64 in a ``[]byte`` field, a
 metav1.MicroTime that ``time.Parse`` refuses. Decoding also converts:
-Secret ``stringData`` is folded into ``data``, the Secret ``type`` defaults
-to ``Opaque``, ``[]byte`` values are stored as Go re-encodes them,
-MicroTimes are written in UTC. A built-in kind's fields are checked and its
-unknown fields dropped by its OpenAPI schema (:mod:`.builtin_schema`).
+``[]byte`` values are stored as Go re-encodes them, MicroTimes are written
+in UTC. What a kind's Go type holds beyond the generic decoder (a
+ConfigMap's ``binaryData``, a Secret's ``stringData``) is its strategy's
+``check_encoding``, built from :func:`string_map` and :func:`bytes_map`.
+A built-in kind's fields are checked and its unknown fields dropped by its
+OpenAPI schema (:mod:`.builtin_schema`).
 Failures are :class:`DecodeError` carrying Go's own message; the server
 answers them with 400 ("X in version "v1" cannot be handled as a X: ...")
 or, for a patched object, 422 on ``patch``.
@@ -25,7 +27,8 @@ from .resources import ResourceType
 from .status import DecodeError
 from .unstructured import Obj, json_type
 
-__all__ = ["decode", "go_base64_decode", "normalize_microtimes", "parse_micro_time"]
+__all__ = ["bytes_map", "decode", "go_base64_decode", "normalize_microtimes", "parse_micro_time",
+           "string_map"]
 
 
 
@@ -49,22 +52,9 @@ def decode(rtype: ResourceType, obj: Obj, unknown: list[str] | None = None, *,
         _custom_resource_meta(obj["metadata"], unknown, sort)
     else:
         meta = obj["metadata"]
-        _string_map(meta, "labels", "ObjectMeta.metadata.labels")
-        _string_map(meta, "annotations", "ObjectMeta.metadata.annotations")
+        string_map(meta, "labels", "ObjectMeta.metadata.labels")
+        string_map(meta, "annotations", "ObjectMeta.metadata.annotations")
         _string_list(meta, "finalizers", "ObjectMeta.metadata.finalizers")
-    match rtype.resource.group, rtype.resource.plural:
-        case ("", "configmaps"):
-            _string_map(obj, "data", "ConfigMap.data")
-            _bytes_map(obj, "binaryData", "ConfigMap.binaryData")
-        case ("", "secrets"):
-            _string_map(obj, "stringData", "Secret.stringData")
-            _bytes_map(obj, "data", "Secret.data")
-            string_data = obj.pop("stringData", None)
-            if string_data:
-                obj["data"] = dict(obj.get("data") or {}, **{
-                    k: base64.b64encode(v.encode()).decode() for k, v in string_data.items()})
-            if not obj.get("type"):
-                obj["type"] = "Opaque"
     return obj
 
 
@@ -95,7 +85,9 @@ def _type_error(value: Any, go_field: str, go_type: str) -> DecodeError:
                        f"{go_field} of type {go_type}")
 
 
-def _string_map(parent: Obj, key: str, go_field: str, element: str = "string") -> None:
+def string_map(parent: Obj, key: str, go_field: str, element: str = "string") -> None:
+    """A ``map[string]string`` (``element``: the values' Go type): a null value is the
+    zero value; raises :class:`DecodeError` for a value of another type."""
     value = parent.get(key)
     if value is None:
         return
@@ -119,9 +111,9 @@ def _string_list(parent: Obj, key: str, go_field: str) -> None:
             raise _type_error(v, go_field, "string")
 
 
-def _bytes_map(parent: Obj, key: str, go_field: str) -> None:
+def bytes_map(parent: Obj, key: str, go_field: str) -> None:
     """A ``map[string][]byte``: base64 values, stored as Go re-encodes them."""
-    _string_map(parent, key, go_field, "[]uint8")
+    string_map(parent, key, go_field, "[]uint8")
     for k, v in (parent.get(key) or {}).items():
         parent[key][k] = base64.b64encode(go_base64_decode(v)).decode()
 

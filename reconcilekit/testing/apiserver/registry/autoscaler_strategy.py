@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -40,7 +40,9 @@ from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid
+from .group_printers import hpa_cells
 from .strategy import Strategy
+from .table_convertor import TableConvertor, builtin_printer
 
 __all__ = ["HorizontalPodAutoscalerStrategy"]
 
@@ -212,6 +214,10 @@ def _set_annotations(meta: Obj, annotations: dict[str, Any]) -> None:
         meta.pop("annotations", None)
 
 
+def _v2_cells(obj: Mapping[str, Any], now: float) -> list[Any]:
+    return hpa_cells(_to_v2(dict(obj)) if obj.get("apiVersion") == V1 else obj, now)
+
+
 class HorizontalPodAutoscalerStrategy(Strategy):
     """HPAs of either version, stored as autoscaling/v2."""
 
@@ -236,6 +242,10 @@ class HorizontalPodAutoscalerStrategy(Strategy):
                            ) -> None:
         super().prepare_for_create(rtype, obj, existing)
         _shape_status(obj, str(obj.get("apiVersion", V2)))
+
+    def table_convertor(self, rtype: ResourceType) -> TableConvertor:
+        """Printed as the autoscaling/v2 HPA it is stored as."""
+        return builtin_printer(rtype, _v2_cells)
 
     def validate(self, obj: Obj, namespace: str) -> list[Cause]:
         return _validate_spec(_dict(obj, "spec"))

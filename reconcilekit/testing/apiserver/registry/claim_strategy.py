@@ -1,4 +1,4 @@
-"""The PersistentVolumeClaim strategy, as kube-apiserver 1.28 has it.
+"""The PersistentVolumeClaim and PersistentVolume strategies, as kube-apiserver 1.28 has them.
 
 Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_claims.py``):
 
@@ -9,6 +9,11 @@ Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_claims.py``):
   ``volumeName`` set once, a ``storageClassName`` set once where there was
   none, and a bound claim's ``resources.requests.storage``, which may grow
   and never shrink.
+
+A PersistentVolume is defaulted (``SetDefaults_PersistentVolume``) with
+``spec.persistentVolumeReclaimPolicy: Retain``, ``spec.volumeMode:
+Filesystem``, a ``hostPath`` source's ``type: ""`` and ``status.phase:
+Pending``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from ..machinery.validation import invalid
 from .claim_diff import claim_spec_diff
 from .strategy import Strategy
 
-__all__ = ["PersistentVolumeClaimStrategy", "default_claim", "default_claim_template"]
+__all__ = ["PersistentVolumeClaimStrategy", "PersistentVolumeStrategy", "default_claim",
+           "default_claim_template"]
 
 _IMMUTABLE_SPEC = ("spec is immutable after creation except resources.requests for bound "
                    "claims")
@@ -55,6 +61,32 @@ def default_claim_template(obj: Obj) -> None:
     if isinstance(meta, dict):
         meta.setdefault("creationTimestamp", None)
     default_claim(obj)
+
+
+def default_volume(obj: Obj) -> None:
+    """A PersistentVolume's defaults, in place."""
+    spec = _dict(obj, "spec")
+    if spec is not None:
+        spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+        spec.setdefault("volumeMode", "Filesystem")
+        if (host_path := _dict(spec, "hostPath")) is not None:
+            host_path.setdefault("type", "")
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict) and not status.get("phase"):
+        status["phase"] = "Pending"
+
+
+class PersistentVolumeStrategy(Strategy):
+    """PersistentVolumes: defaulted."""
+
+    def default(self, obj: Obj) -> None:
+        default_volume(obj)
+
+    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
+                           ) -> None:
+        """A created volume's status is its default one (read back defaulted)."""
+        super().prepare_for_create(rtype, obj, existing)
+        default_volume(obj)
 
 
 def _requested(spec: Obj) -> object:

@@ -19,15 +19,19 @@ Services are :mod:`.service_strategy`'s, the workload kinds
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..machinery.builtin_kinds import builtin_api
+from ..machinery.decoding import bytes_map, string_map
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import STANDARD_FINALIZERS, invalid, qualified_name_errors
+from .core_printers import event_cells
 from .core_validation import (
     immutable_when_set,
     validate_configmap,
@@ -40,6 +44,7 @@ from .event_validation import validate_event
 from .event_versions import EVENTS_GROUP_VERSION, shape, to_core, to_events_v1
 from .pod_defaults import admit_pod, default_pod, qos_class
 from .strategy import AccountLookup, Strategy
+from .table_convertor import TableConvertor, builtin_printer
 from .workload_defaults import default_namespace, default_pod_template
 
 __all__ = ["ConfigMapStrategy", "EventStrategy", "LeaseStrategy", "NamespaceStrategy",
@@ -151,6 +156,10 @@ class PodTemplateStrategy(Strategy):
 
 
 class ConfigMapStrategy(Strategy):
+    def check_encoding(self, obj: Obj) -> None:
+        string_map(obj, "data", "ConfigMap.data")
+        bytes_map(obj, "binaryData", "ConfigMap.binaryData")
+
     def validate(self, obj: Obj, namespace: str) -> list[Cause]:
         return validate_configmap(obj)
 
@@ -159,6 +168,18 @@ class ConfigMapStrategy(Strategy):
 
 
 class SecretStrategy(Strategy):
+    def check_encoding(self, obj: Obj) -> None:
+        """``stringData`` is folded into ``data`` and the type defaults to ``Opaque``, as
+        the v1 to internal conversion does."""
+        string_map(obj, "stringData", "Secret.stringData")
+        bytes_map(obj, "data", "Secret.data")
+        string_data = obj.pop("stringData", None)
+        if string_data:
+            obj["data"] = dict(obj.get("data") or {}, **{
+                k: base64.b64encode(v.encode()).decode() for k, v in string_data.items()})
+        if not obj.get("type"):
+            obj["type"] = "Opaque"
+
     def validate(self, obj: Obj, namespace: str) -> list[Cause]:
         return validate_secret(obj)
 
@@ -182,12 +203,21 @@ def core_events() -> ResourceType:
                 if (t.resource.group, t.resource.plural) == ("", "events"))
 
 
+def _strict_event_cells(event: Mapping[str, Any], now: float) -> list[Any]:
+    return event_cells(to_core(dict(event)), now)
+
+
 class EventStrategy(Strategy):
     """Events of either group: stored, shaped and validated as the core Event; ``strict``
     for events.k8s.io/v1, whose rules are stricter and whose update checks the old Event."""
 
     def __init__(self, *, strict: bool) -> None:
+        super().__init__(cells=event_cells)
         self.strict = strict
+
+    def table_convertor(self, rtype: ResourceType) -> TableConvertor:
+        """Printed as the core Event is (an events.k8s.io Event converted back to it)."""
+        return builtin_printer(rtype, _strict_event_cells if self.strict else event_cells)
 
     def storage_type(self, rtype: ResourceType) -> ResourceType:
         return core_events()

@@ -21,6 +21,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
+from ...._foundations.go_compat import go_quote
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import Obj
@@ -28,7 +29,7 @@ from ..machinery.validation import invalid
 from .strategy import Strategy
 from .workload_defaults import default_service, spec_of
 
-__all__ = ["IngressStrategy", "ServiceStrategy"]
+__all__ = ["EndpointSliceStrategy", "IngressStrategy", "ServiceStrategy"]
 
 _SERVICE_CIDR = ipaddress.ip_network("10.0.0.0/24")
 
@@ -207,3 +208,26 @@ def _service_ports(spec: Obj) -> list[Cause]:
                                       "must be between 1 and 65535, inclusive"))
     return causes
 
+
+
+class EndpointSliceStrategy(Strategy):
+    """EndpointSlices: each port's ``name`` defaults to "" and ``protocol`` to TCP
+    (``SetDefaults_EndpointPort``), and no two ports share a name."""
+
+    def default(self, obj: Obj) -> None:
+        for port in obj.get("ports") or ():
+            if isinstance(port, dict):
+                port.setdefault("name", "")
+                port.setdefault("protocol", "TCP")
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        causes: list[Cause] = []
+        seen: set[object] = set()
+        for i, port in enumerate(obj.get("ports") or ()):
+            name = port.get("name") if isinstance(port, dict) else None
+            if name in seen:
+                causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(name)}"
+                                    if isinstance(name, str) else f"Duplicate value: {name}",
+                                    f"ports[{i}].name"))
+            seen.add(name)
+        return causes

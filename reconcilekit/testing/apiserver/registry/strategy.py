@@ -3,8 +3,9 @@
 A :class:`Strategy` holds what kube-apiserver's ``RESTCreateStrategy``,
 ``RESTUpdateStrategy`` and ``RESTDeleteStrategy`` of a kind do, and the
 scheme's defaulting of it: decoding checks, defaults, PrepareForCreate and
-PrepareForUpdate, Validate and ValidateUpdate, graceful deletion, and the
-admission plugins kube-apiserver runs on the kind by default. The base
+PrepareForUpdate, Validate and ValidateUpdate, graceful deletion, the
+admission plugins kube-apiserver runs on the kind by default, and its
+TableConvertor. The base
 :class:`Strategy` is the default one: a kind without rules of its own (most
 built-in kinds, every custom resource) gets exactly what it does.
 
@@ -25,6 +26,13 @@ from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import validate_object_meta
 from ..storage.versioned_store import TableKey
+from .table_convertor import (
+    DEFAULT_TABLE,
+    Cells,
+    TableConvertor,
+    builtin_printer,
+    printer_columns,
+)
 
 __all__ = ["AccountLookup", "Strategy", "StrategyTable"]
 
@@ -56,6 +64,10 @@ class Strategy:
     # A scale subresource read of a missing object is NotFound for ``<plural>/scale``
     # (False: for the resource itself, as StatefulSets and custom resources answer).
     scale_names_subresource: ClassVar[bool] = True
+
+    def __init__(self, *, cells: Cells | None = None) -> None:
+        """``cells``: kube-apiserver's printer for the kind (none: the default Table)."""
+        self._cells = cells
 
     # -- decoding and defaults -------------------------------------------------------
 
@@ -148,17 +160,29 @@ class Strategy:
         """What marking ``obj`` (a copy) for deletion sets beside its deletionTimestamp."""
         obj["metadata"]["deletionGracePeriodSeconds"] = grace
 
+    # -- printing --------------------------------------------------------------------
+
+    def table_convertor(self, rtype: ResourceType) -> TableConvertor:
+        """TableConvertor: the columns of the kind's Table and each object's cells (the
+        kind's printer under kube-apiserver's captured columns, or Name and Created At)."""
+        return DEFAULT_TABLE if self._cells is None else builtin_printer(rtype, self._cells)
+
 
 class CustomResourceStrategy(Strategy):
     """Every custom resource's strategy: its schema does the rest."""
 
     core_metadata = False
 
+    scale_names_subresource = False
+
     def canonical(self, obj: Obj) -> Obj:
         """Keys sorted at every level: kube-apiserver keeps a custom resource as a Go map,
         which encodes its keys in order."""
         return {k: _sorted_keys(obj[k]) for k in sorted(obj)}
-    scale_names_subresource = False
+
+    def table_convertor(self, rtype: ResourceType) -> TableConvertor:
+        """The version's ``additionalPrinterColumns`` (Age when it declares none)."""
+        return printer_columns(rtype.printer_columns or ())
 
 
 class StrategyTable:

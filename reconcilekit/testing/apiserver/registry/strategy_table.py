@@ -8,7 +8,22 @@ register theirs in the same table when the server is put together.
 from __future__ import annotations
 
 from .autoscaler_strategy import HorizontalPodAutoscalerStrategy
-from .claim_strategy import PersistentVolumeClaimStrategy
+from .claim_strategy import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
+from .core_printers import (
+    configmap_cells,
+    endpoints_cells,
+    namespace_cells,
+    node_cells,
+    persistent_volume_cells,
+    persistent_volume_claim_cells,
+    pod_cells,
+    pod_template_cells,
+    replication_controller_cells,
+    resource_quota_cells,
+    secret_cells,
+    service_account_cells,
+    service_cells,
+)
 from .core_strategies import (
     ConfigMapStrategy,
     EventStrategy,
@@ -19,9 +34,29 @@ from .core_strategies import (
     ReturnsDeletedStrategy,
     SecretStrategy,
 )
-from .service_strategy import IngressStrategy, ServiceStrategy
-from .strategy import StrategyTable
+from .group_printers import (
+    controller_revision_cells,
+    cron_job_cells,
+    daemon_set_cells,
+    deployment_cells,
+    endpoint_slice_cells,
+    ingress_cells,
+    ingress_class_cells,
+    job_cells,
+    lease_cells,
+    network_policy_cells,
+    pdb_cells,
+    priority_class_cells,
+    replica_set_cells,
+    role_binding_cells,
+    runtime_class_cells,
+    stateful_set_cells,
+    storage_class_cells,
+)
+from .service_strategy import EndpointSliceStrategy, IngressStrategy, ServiceStrategy
+from .strategy import Strategy, StrategyTable
 from .workload_strategies import (
+    ControllerRevisionStrategy,
     CronJobStrategy,
     DaemonSetStrategy,
     DeploymentStrategy,
@@ -39,26 +74,45 @@ def builtin_strategies() -> StrategyTable:
     the kinds above the registry to it)."""
     table = StrategyTable()
     for group, plural, strategy in (
-            ("", "namespaces", NamespaceStrategy()),
-            ("", "pods", PodStrategy()),
-            ("", "podtemplates", PodTemplateStrategy()),
-            ("", "configmaps", ConfigMapStrategy()),
-            ("", "secrets", SecretStrategy()),
-            ("", "serviceaccounts", ReturnsDeletedStrategy()),
-            ("storage.k8s.io", "storageclasses", ReturnsDeletedStrategy()),
-            ("", "services", ServiceStrategy()),
-            ("", "persistentvolumeclaims", PersistentVolumeClaimStrategy()),
-            ("", "replicationcontrollers", ReplicationControllerStrategy()),
+            ("", "namespaces", NamespaceStrategy(cells=namespace_cells)),
+            ("", "pods", PodStrategy(cells=pod_cells)),
+            ("", "podtemplates", PodTemplateStrategy(cells=pod_template_cells)),
+            ("", "configmaps", ConfigMapStrategy(cells=configmap_cells)),
+            ("", "secrets", SecretStrategy(cells=secret_cells)),
+            ("", "serviceaccounts", ReturnsDeletedStrategy(cells=service_account_cells)),
+            ("", "services", ServiceStrategy(cells=service_cells)),
+            ("", "endpoints", Strategy(cells=endpoints_cells)),
+            ("", "nodes", Strategy(cells=node_cells)),
+            ("", "persistentvolumes", PersistentVolumeStrategy(cells=persistent_volume_cells)),
+            ("", "persistentvolumeclaims",
+             PersistentVolumeClaimStrategy(cells=persistent_volume_claim_cells)),
+            ("", "replicationcontrollers",
+             ReplicationControllerStrategy(cells=replication_controller_cells)),
+            ("", "resourcequotas", Strategy(cells=resource_quota_cells)),
             ("", "events", EventStrategy(strict=False)),
             ("events.k8s.io", "events", EventStrategy(strict=True)),
-            ("coordination.k8s.io", "leases", LeaseStrategy()),
-            ("apps", "deployments", DeploymentStrategy()),
-            ("apps", "statefulsets", StatefulSetStrategy()),
-            ("apps", "daemonsets", DaemonSetStrategy()),
-            ("apps", "replicasets", ReplicaSetStrategy()),
-            ("batch", "jobs", JobStrategy()),
-            ("batch", "cronjobs", CronJobStrategy()),
+            ("coordination.k8s.io", "leases", LeaseStrategy(cells=lease_cells)),
+            ("apps", "deployments", DeploymentStrategy(cells=deployment_cells)),
+            ("apps", "statefulsets", StatefulSetStrategy(cells=stateful_set_cells)),
+            ("apps", "daemonsets", DaemonSetStrategy(cells=daemon_set_cells)),
+            ("apps", "replicasets", ReplicaSetStrategy(cells=replica_set_cells)),
+            ("apps", "controllerrevisions",
+             ControllerRevisionStrategy(cells=controller_revision_cells)),
+            ("batch", "jobs", JobStrategy(cells=job_cells)),
+            ("batch", "cronjobs", CronJobStrategy(cells=cron_job_cells)),
             ("autoscaling", "horizontalpodautoscalers", HorizontalPodAutoscalerStrategy()),
-            ("networking.k8s.io", "ingresses", IngressStrategy())):
+            ("networking.k8s.io", "ingresses", IngressStrategy(cells=ingress_cells)),
+            ("networking.k8s.io", "ingressclasses", Strategy(cells=ingress_class_cells)),
+            ("networking.k8s.io", "networkpolicies", Strategy(cells=network_policy_cells)),
+            ("policy", "poddisruptionbudgets", Strategy(cells=pdb_cells)),
+            ("rbac.authorization.k8s.io", "rolebindings", Strategy(cells=role_binding_cells)),
+            ("rbac.authorization.k8s.io", "clusterrolebindings",
+             Strategy(cells=role_binding_cells)),
+            ("storage.k8s.io", "storageclasses",
+             ReturnsDeletedStrategy(cells=storage_class_cells)),
+            ("scheduling.k8s.io", "priorityclasses", Strategy(cells=priority_class_cells)),
+            ("node.k8s.io", "runtimeclasses", Strategy(cells=runtime_class_cells)),
+            ("discovery.k8s.io", "endpointslices",
+             EndpointSliceStrategy(cells=endpoint_slice_cells))):
         table.register(group, plural, strategy)
     return table

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
-from ..machinery.validation import invalid
+from ..machinery.validation import invalid, required
 from .core_validation import validate_pod_spec
 from .status_validation import (
     validate_daemonset_status,
@@ -50,8 +50,9 @@ from .workload_defaults import (
     spec_of,
 )
 
-__all__ = ["CronJobStrategy", "DaemonSetStrategy", "DeploymentStrategy", "JobStrategy",
-           "ReplicaSetStrategy", "ReplicationControllerStrategy", "StatefulSetStrategy"]
+__all__ = ["ControllerRevisionStrategy", "CronJobStrategy", "DaemonSetStrategy",
+           "DeploymentStrategy", "JobStrategy", "ReplicaSetStrategy",
+           "ReplicationControllerStrategy", "StatefulSetStrategy"]
 
 _TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
@@ -267,3 +268,10 @@ def _select_job(obj: Obj) -> None:
     if not obj["metadata"].get("labels"):  # SetDefaults_Job, run again when read back
         obj["metadata"]["labels"] = dict(labels)
 
+
+
+class ControllerRevisionStrategy(Strategy):
+    """ControllerRevisions: ``data`` is required (``ValidateControllerRevision``)."""
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        return [] if obj.get("data") is not None else [required("data", "data is mandatory")]

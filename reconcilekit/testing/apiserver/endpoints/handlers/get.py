@@ -42,7 +42,7 @@ async def get(path: WritePath, req: ResourceRequest, shown: Rendering = OBJECT) 
     storage = path.storage
     obj = await path.shown(req, storage.get(req.rtype, req.namespace or "", req.name))
     if shown.form == "table":
-        return json_response(table(req.rtype, [obj], {
+        return json_response(table(path.strategy(req).table_convertor(req.rtype), [obj], {
             "resourceVersion": obj["metadata"]["resourceVersion"]}, storage.now()))
     if shown.form == "metadata":
         return json_response(partial_object_metadata(obj, shown.version))
@@ -145,7 +145,8 @@ async def list_objects(path: WritePath, req: ResourceRequest, query: Mapping[str
     if (shards := shard_filter(query, sharded)) is not None:
         shards.mark_list(meta)
     if shown.form == "table":
-        return json_response(table(req.rtype, selected, meta, storage.now()))
+        return json_response(table(path.strategy(req).table_convertor(req.rtype), selected,
+                                   meta, storage.now()))
     if shown.form == "metadata":
         return json_response({
             "kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{shown.version}",
