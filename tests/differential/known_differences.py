@@ -27,9 +27,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
         " exits 1 where kube-apiserver answers yes")),
     "create-token": Known(2, (
         "no TokenRequest (serviceaccounts/token): `kubectl create token` fails with 404")),
-    "cronjob": Known(4, (
-        "CronJob validation missing: a schedule of the wrong form (`not a schedule`) is "
-        "accepted")),
     "deployment-server-side-apply": Known(6, (
         "managedFields after two appliers: kube-controller-manager's status Update "
         'entry is missing (no controllers run in-process) and the appliers are listed '
@@ -42,16 +39,9 @@ NOT_YET_MATCHED: dict[str, Known] = {
         "explain widgets` does not list them")),
     "job": Known(4, (
         "a Job's spec.template is mutable (kube-apiserver: field is immutable)")),
-    "pdb": Known(6, (
-        "PodDisruptionBudget validation missing: minAvailable and maxUnavailable both set "
-        "is accepted")),
     "pvc-defaults": Known(1, (
         "a created PVC lacks the kubernetes.io/pvc-protection finalizer (kube-apiserver's "
         "StorageObjectInUseProtection admission adds it)")),
-    "statefulset-operations": Known(4, (
-        "a StatefulSet's spec fields other than replicas, ordinals, template, "
-        'updateStrategy, persistentVolumeClaimRetentionPolicy and minReadySeconds can '
-        'be changed (kube-apiserver: Forbidden)')),
     "widget-validation": Known(1, (
         "a custom resource's validation errors come in another order, and the scale "
         "subresource's check of .spec.replicas ('should be a non-negative integer') is "
@@ -59,9 +49,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "python-policy-and-networking": Known(1, (
         "a PVC does not get the kubernetes.io/pvc-protection finalizer kube-apiserver's"
         ' admission adds (nothing in-process would remove it)')),
-    "python-rbac": Known(3, (
-        "a RoleBinding's roleRef can be changed (kube-apiserver: 422 cannot change "
-        'roleRef)')),
     "python-workloads": Known(2, (
         "a DaemonSet's deprecated.daemonset.template.generation annotation belongs to "
         'no manager (kube-apiserver: to the creating one)')),

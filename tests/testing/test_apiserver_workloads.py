@@ -249,3 +249,96 @@ async def test_a_controller_revision_needs_data(apiserver: Cluster) -> None:
                                        "Required value: data is mandatory")
     created = await apiserver.request("POST", path, json={**revision, "data": {"a": 1}})
     assert created.status == 201, created
+
+
+_CRON_POD = {"containers": [{"name": "c", "image": "nginx"}], "restartPolicy": "Never"}
+
+
+@pytest.mark.parametrize(("schedule", "zone", "causes"), [
+    ("not a schedule", None, [("spec.schedule", 'Invalid value: "not a schedule": expected '
+                               "exactly 5 fields, found 3: [not a schedule]")]),
+    ("61 * * * *", None, [("spec.schedule", 'Invalid value: "61 * * * *": end of range (61) '
+                           "above maximum (59): 61")]),
+    ("*/0 x 1-40 foo 7", None, [("spec.schedule", 'Invalid value: "*/0 x 1-40 foo 7": step of '
+                                 "range should be a positive number: */0")]),
+    ("5-1 * * * *", None, [("spec.schedule", 'Invalid value: "5-1 * * * *": beginning of range'
+                            " (5) beyond end of range (1): 5-1")]),
+    ("1-2-3 * * * */2/3", None, [("spec.schedule", 'Invalid value: "1-2-3 * * * */2/3": too '
+                                  "many hyphens: 1-2-3")]),
+    ("@every 5x", "Bad Zone/..", [
+        ("spec.schedule", 'Invalid value: "@every 5x": failed to parse duration @every 5x: '
+         'time: unknown unit "x" in duration "5x"'),
+        ("spec.timeZone", 'Invalid value: "Bad Zone/..": unknown time zone Bad Zone/..')]),
+    ("@fortnightly", "Local", [
+        ("spec.schedule", 'Invalid value: "@fortnightly": unrecognized descriptor: '
+         "@fortnightly"),
+        ("spec.timeZone", 'Invalid value: "Local": timeZone must be an explicit time zone as '
+         "defined in https://www.iana.org/time-zones")]),
+    ("CRON_TZ=UTC 5 4 * * *", "UTC", [
+        ("spec.schedule", 'Invalid value: "CRON_TZ=UTC 5 4 * * *": cannot use both timeZone '
+         "field and TZ or CRON_TZ in schedule")]),
+    ("@weekly", "Nowhere/Land", [("spec.timeZone", 'Invalid value: "Nowhere/Land": unknown '
+                                  "time zone Nowhere/Land")]),
+    ("", None, [("spec.schedule", "Required value")]),
+    ("*/5 1-3 * JAN-MAR MON,FRI", "Europe/Paris", []),
+    ("TZ=UTC */5 * * * *", None, []),
+    ("@every 1h30m", None, []),
+])
+async def test_a_cronjob_schedule_is_read_as_kube_apiserver_reads_it(
+        apiserver: Cluster, schedule: str, zone: str | None,
+        causes: list[tuple[str, str]]) -> None:
+    spec: dict[str, Any] = {"schedule": schedule,
+                            "jobTemplate": {"spec": {"template": {"spec": _CRON_POD}}}}
+    if zone is not None:
+        spec["timeZone"] = zone
+    got = await apiserver.request(
+        "POST", f"/apis/batch/v1/namespaces/{apiserver.namespace}/cronjobs?dryRun=All",
+        json={"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cron"},
+              "spec": spec})
+    if not causes:
+        assert got.status == 201, got
+        return
+    assert got.status == 422, got
+    assert [(c["field"], c["message"]) for c in got.body["details"]["causes"]] == causes
+
+
+async def test_a_statefulset_spec_changes_only_where_kube_apiserver_lets_it(
+        apiserver: Cluster) -> None:
+    path = f"/apis/apps/v1/namespaces/{apiserver.namespace}/statefulsets"
+    created = await apiserver.request("POST", path, json={
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"replicas": 0, "serviceName": "db", **_selected("db")}})
+    assert created.status == 201, created
+    forbidden = ("Forbidden: updates to statefulset spec for fields other than 'replicas', "
+                 "'ordinals', 'template', 'updateStrategy', "
+                 "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")
+    for patch, causes in (
+            ({"serviceName": "other", "podManagementPolicy": "Parallel"},
+             [("spec", forbidden)]),
+            ({"selector": {"matchLabels": {"app": "other"}}},
+             [("spec.template.metadata.labels", 'Invalid value: map[string]string{"app":"db"}: '
+               "`selector` does not match template `labels`"), ("spec", forbidden)])):
+        refused = await apiserver.request("PATCH", f"{path}/db", json={"spec": patch},
+                                          content_type="application/merge-patch+json")
+        assert refused.status == 422, refused
+        assert [(c["field"], c["message"]) for c in refused.body["details"]["causes"]] \
+            == causes
+    # a merge patch keeps the defaulted rollingUpdate, which only RollingUpdate may have;
+    # maxUnavailable is dropped (its feature gate is off in 1.28)
+    kept = await apiserver.request(
+        "PATCH", f"{path}/db", json={"spec": {"updateStrategy": {
+            "type": "OnDelete", "rollingUpdate": {"partition": 2, "maxUnavailable": "50%"}}}},
+        content_type="application/merge-patch+json")
+    assert kept.status == 422, kept
+    assert kept.body["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "spec.updateStrategy.rollingUpdate",
+        "message": "Invalid value: apps.RollingUpdateStatefulSetStrategy{Partition:2, "
+                   "MaxUnavailable:(*intstr.IntOrString)(nil)}: only allowed for "
+                   "updateStrategy 'RollingUpdate'"}]
+    allowed = await apiserver.request(
+        "PATCH", f"{path}/db", json={"spec": {"replicas": 0, "minReadySeconds": 5,
+                                              "updateStrategy": {"type": "OnDelete",
+                                                                 "rollingUpdate": None}}},
+        content_type="application/merge-patch+json")
+    assert allowed.status == 200, allowed
+    assert allowed.body["spec"]["updateStrategy"] == {"type": "OnDelete"}

@@ -19,7 +19,7 @@ from .status import Cause
 
 __all__ = ["STANDARD_FINALIZERS", "config_key_errors", "dns_label_errors",
            "dns_subdomain_errors", "invalid", "invalid_slice", "label_value_errors",
-           "path_segment_problems", "qualified_name_errors", "required",
+           "path_segment_problems", "qualified_name_errors", "regex_error", "required",
            "validate_name", "validate_object_meta"]
 
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -46,7 +46,7 @@ TOTAL_ANNOTATION_SIZE = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB
 STANDARD_FINALIZERS = ("kubernetes", "orphan", "foregroundDeletion")
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
     """apimachinery's ``RegexError``: the rule, examples and the regular expression."""
     shown = "".join(f"{' or ' if i else ''}'{e}', " for i, e in enumerate(examples))
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
@@ -60,7 +60,7 @@ def dns_label_errors(value: str) -> list[str]:
     """``IsDNS1123Label``."""
     errors = [_max_len(63)] if len(value) > 63 else []
     if not _DNS1123_LABEL.match(value):
-        errors.append(_regex_error(_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+        errors.append(regex_error(_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
     return errors
 
 
@@ -68,7 +68,7 @@ def dns_subdomain_errors(value: str) -> list[str]:
     """``IsDNS1123Subdomain``."""
     errors = [_max_len(253)] if len(value) > 253 else []
     if not _DNS1123_SUBDOMAIN.match(value):
-        errors.append(_regex_error(_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+        errors.append(regex_error(_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errors
 
 
@@ -76,7 +76,7 @@ def qualified_name_errors(value: str) -> list[str]:
     """``IsQualifiedName``: label keys, annotation keys (lower-cased) and finalizers."""
     parts = value.split("/")
     if len(parts) > 2:
-        return ["a qualified name " + _regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName",
+        return ["a qualified name " + regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName",
                                                    "my.name", "123-abc")
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     errors: list[str] = []
@@ -91,7 +91,7 @@ def qualified_name_errors(value: str) -> list[str]:
     elif len(name) > 63:
         errors.append("name part " + _max_len(63))
     if not _QUALIFIED.match(name):
-        errors.append("name part " + _regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName",
+        errors.append("name part " + regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName",
                                                   "my.name", "123-abc"))
     return errors
 
@@ -100,7 +100,7 @@ def label_value_errors(value: str) -> list[str]:
     """``IsValidLabelValue``."""
     errors = [_max_len(63)] if len(value) > 63 else []
     if not _LABEL_VALUE.match(value):
-        errors.append(_regex_error(_LABEL_VALUE_MSG, f"({_QUALIFIED_FMT})?", "MyValue",
+        errors.append(regex_error(_LABEL_VALUE_MSG, f"({_QUALIFIED_FMT})?", "MyValue",
                                    "my_value", "12345"))
     return errors
 
@@ -109,7 +109,7 @@ def config_key_errors(value: str) -> list[str]:
     """``IsConfigMapKey``: ConfigMap and Secret keys."""
     errors = [_max_len(253)] if len(value) > 253 else []
     if not _CONFIG_KEY.match(value):
-        errors.append(_regex_error(_CONFIG_KEY_MSG, _CONFIG_KEY_FMT, "key.name", "KEY_NAME",
+        errors.append(regex_error(_CONFIG_KEY_MSG, _CONFIG_KEY_FMT, "key.name", "KEY_NAME",
                                    "key-name"))
     if value == ".":
         errors.append("must not be '.'")

@@ -7,6 +7,7 @@ register theirs in the same table when the server is put together.
 
 from __future__ import annotations
 
+from .access_strategies import DisruptionBudgetStrategy, RoleBindingStrategy
 from .autoscaler_strategy import HorizontalPodAutoscalerStrategy
 from .claim_strategy import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from .core_printers import (
@@ -104,10 +105,11 @@ def builtin_strategies() -> StrategyTable:
             ("networking.k8s.io", "ingresses", IngressStrategy(cells=ingress_cells)),
             ("networking.k8s.io", "ingressclasses", Strategy(cells=ingress_class_cells)),
             ("networking.k8s.io", "networkpolicies", Strategy(cells=network_policy_cells)),
-            ("policy", "poddisruptionbudgets", Strategy(cells=pdb_cells)),
-            ("rbac.authorization.k8s.io", "rolebindings", Strategy(cells=role_binding_cells)),
+            ("policy", "poddisruptionbudgets", DisruptionBudgetStrategy(cells=pdb_cells)),
+            ("rbac.authorization.k8s.io", "rolebindings",
+             RoleBindingStrategy(cells=role_binding_cells)),
             ("rbac.authorization.k8s.io", "clusterrolebindings",
-             Strategy(cells=role_binding_cells)),
+             RoleBindingStrategy(cells=role_binding_cells)),
             ("storage.k8s.io", "storageclasses",
              ReturnsDeletedStrategy(cells=storage_class_cells)),
             ("scheduling.k8s.io", "priorityclasses", Strategy(cells=priority_class_cells)),

@@ -31,6 +31,7 @@ from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid, required
 from .core_validation import validate_pod_spec
+from .cron_schedule import schedule_error, time_zone_error
 from .status_validation import (
     validate_daemonset_status,
     validate_deployment_status,
@@ -55,6 +56,8 @@ __all__ = ["ControllerRevisionStrategy", "CronJobStrategy", "DaemonSetStrategy",
            "ReplicationControllerStrategy", "StatefulSetStrategy"]
 
 _TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+_STATEFULSET_UPDATABLE = frozenset({"replicas", "ordinals", "template", "updateStrategy",
+                                    "persistentVolumeClaimRetentionPolicy", "minReadySeconds"})
 
 
 def _spec(obj: Obj) -> Obj:
@@ -152,9 +155,47 @@ class DeploymentStrategy(WorkloadStrategy):
 
 
 class StatefulSetStrategy(WorkloadStrategy):
+    """A StatefulSet's spec may change only in the fields kube-apiserver lets change."""
+
     create_status: ClassVar[Mapping[str, Any]] = {"replicas": 0, "availableReplicas": 0}
     selected = counted = True
     scale_names_subresource = False
+
+    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
+                           ) -> None:
+        super().prepare_for_create(rtype, obj, existing)
+        _drop_max_unavailable(_spec(obj))
+
+    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
+        """``rollingUpdate.maxUnavailable`` is dropped unless the old object used it (its
+        feature gate, MaxUnavailableStatefulSet, is off in 1.28)."""
+        if _rolling_update(_spec(old)).get("maxUnavailable") is None:
+            _drop_max_unavailable(_spec(new))
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        causes = super().validate(obj, namespace)
+        strategy = _spec(obj).get("updateStrategy")
+        rolling = _rolling_update(_spec(obj))
+        if (isinstance(strategy, dict) and strategy.get("type") == "OnDelete"
+                and strategy.get("rollingUpdate") is not None):
+            shown = (f"apps.RollingUpdateStatefulSetStrategy{{Partition:"
+                     f"{rolling.get('partition', 0)}, MaxUnavailable:(*intstr.IntOrString)"
+                     f"{'(nil)' if rolling.get('maxUnavailable') is None else '(0xc000010000)'}}}")
+            causes.append(Cause("FieldValueInvalid", f"Invalid value: {shown}: only allowed for "
+                                "updateStrategy 'RollingUpdate'",
+                                "spec.updateStrategy.rollingUpdate"))
+        return causes
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        """One Forbidden for any other field changed (the selector among them)."""
+        before, after = _spec(old), _spec(new)
+        if ({k: v for k, v in before.items() if k not in _STATEFULSET_UPDATABLE}
+                == {k: v for k, v in after.items() if k not in _STATEFULSET_UPDATABLE}):
+            return []
+        return [Cause("FieldValueForbidden", "Forbidden: updates to statefulset spec for "
+                      "fields other than 'replicas', 'ordinals', 'template', 'updateStrategy',"
+                      " 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are "
+                      "forbidden", "spec")]
 
     def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
         return validate_statefulset_status(obj, old)
@@ -248,9 +289,38 @@ class JobStrategy(WorkloadStrategy):
 
 
 class CronJobStrategy(WorkloadStrategy):
+    """A CronJob's schedule parses as robfig/cron's standard parser reads it, and its
+    time zone is one the zone database knows."""
+
     def default(self, obj: Obj) -> None:
         if (spec := spec_of(obj)) is not None:
             default_cronjob(spec)
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        causes = super().validate(obj, namespace)
+        spec = _spec(obj)
+        schedule, zone = spec.get("schedule"), spec.get("timeZone")
+        if isinstance(schedule, str):
+            if not schedule:
+                causes.append(required("spec.schedule"))
+            elif (problem := schedule_error(schedule)) is not None:
+                causes.append(invalid("spec.schedule", schedule, problem))
+            elif "TZ" in schedule and zone is not None:
+                causes.append(invalid("spec.schedule", schedule, "cannot use both timeZone "
+                                      "field and TZ or CRON_TZ in schedule"))
+        if isinstance(zone, str) and (problem := time_zone_error(zone)) is not None:
+            causes.append(invalid("spec.timeZone", zone, problem))
+        return causes
+
+
+def _rolling_update(spec: Obj) -> Obj:
+    strategy = spec.get("updateStrategy")
+    rolling = strategy.get("rollingUpdate") if isinstance(strategy, dict) else None
+    return rolling if isinstance(rolling, dict) else {}
+
+
+def _drop_max_unavailable(spec: Obj) -> None:
+    _rolling_update(spec).pop("maxUnavailable", None)
 
 
 def _select_job(obj: Obj) -> None:
