@@ -22,11 +22,6 @@ class Known(NamedTuple):
 
 
 NOT_YET_MATCHED: dict[str, Known] = {
-    "auth-can-i": Known(1, (
-        "no authorization.k8s.io SelfSubjectAccessReview: `kubectl auth can-i` gets 404 and"
-        " exits 1 where kube-apiserver answers yes")),
-    "create-token": Known(2, (
-        "no TokenRequest (serviceaccounts/token): `kubectl create token` fails with 404")),
     "deployment-server-side-apply": Known(6, (
         "managedFields after two appliers: kube-controller-manager's status Update "
         'entry is missing (no controllers run in-process) and the appliers are listed '

@@ -207,8 +207,11 @@ async def service_account_kubeconfig(cluster: Cluster, namespace: str, account: 
         json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
               "spec": {"expirationSeconds": 3600}})
     assert answer.status == 201, answer
-    assert cluster.kubeconfig_path is not None
-    config = yaml.safe_load(await anyio.Path(cluster.kubeconfig_path).read_text())
+    if cluster.server is not None:  # in-process: the server's own kubeconfig
+        config = cluster.server.kubeconfig(namespace=namespace)
+    else:
+        assert cluster.kubeconfig_path is not None
+        config = yaml.safe_load(await anyio.Path(cluster.kubeconfig_path).read_text())
     for user in config["users"]:
         user["user"] = {"token": answer.body["status"]["token"]}
     await anyio.Path(path).write_text(yaml.safe_dump(config))

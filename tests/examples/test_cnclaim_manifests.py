@@ -2,10 +2,10 @@
 
 rbac.yaml and webhook.yaml are generated from the operator's code
 (test_cnclaim_rbac.py checks they are up to date, and proves the rules
-minimal on kube-apiserver). In-process (no authorizer) a test records every
-request the operator sends during a whole scenario (leader election on) and
-checks each against the rules of rbac.yaml; on kube-apiserver the operator
-runs as its own ServiceAccount under those rules.
+minimal). In-process a test records every request the operator sends during
+a whole scenario (leader election on) and checks each against the rules of
+rbac.yaml; on both backends the operator runs as its own ServiceAccount
+under those rules.
 """
 
 from __future__ import annotations
@@ -203,13 +203,10 @@ async def _service_account_kubeconfig(apiserver: Cluster, path: Path) -> Path:
                                             path)
 
 
-async def test_the_operator_runs_under_its_manifests_rbac_on_kube_apiserver(
+async def test_the_operator_runs_under_its_manifests_rbac(
         apiserver: Cluster, client: Client, tmp_path: Path) -> None:
     """The manifests apply with kubectl, and the operator, authenticated as its own
     ServiceAccount (no right to create CRDs), binds a claim with leader election on."""
-    if apiserver.in_process:
-        pytest.skip("the in-process API server has no authorizer: RBAC is judged by "
-                    "kube-apiserver (the recording test above checks the rules in-process)")
     try:
         await _apply_manifests(apiserver, client, "crds.yaml", "rbac.yaml")
         await _run_the_operator_as_its_account(apiserver, client, tmp_path)

@@ -4,8 +4,8 @@
 ``examples.cnclaim.operator:deployed_operator``; the first test fails when
 the committed files differ from what the generator writes now.
 
-On kube-apiserver (the judge of RBAC; the in-process server has no authorizer)
-the operator runs its whole scenario as a ServiceAccount bound to exactly the
+On both backends (the in-process server's RBAC authorizer decides as
+kube-apiserver's does) the operator runs its whole scenario as a ServiceAccount bound to exactly the
 generated rules, and then:
 
 (a) no request of its client was Forbidden, and every generated grant
@@ -16,7 +16,7 @@ generated rules, and then:
     real, for as many grants as fit in the time budget. The ``finalizers``
     grants are proven here only: no request names them, the
     OwnerReferencesPermissionEnforcement admission plugin (on in the suite's
-    control plane) checks them when a Pod or claim is created with its
+    control plane and in-process) checks them when a Pod or claim is created with its
     owner's controller reference.
 
 The scenario is followed by two short steps that make the rarer requests
@@ -275,10 +275,6 @@ async def _clean(apiserver: Cluster, client: Client) -> None:
 @asynccontextmanager
 async def _proof_setup(apiserver: Cluster, tmp_path: Path
                        ) -> AsyncIterator[tuple[Client, Client, Roles]]:
-    if apiserver.in_process:
-        pytest.skip("the in-process API server has no authorizer: RBAC is judged by "
-                    "kube-apiserver (test_cnclaim_manifests.py checks the recorded requests "
-                    "against the rules in-process)")
     async with cnclaim_client(apiserver) as client:
         made = await apiserver.request(
             "POST", f"/api/v1/namespaces/{apiserver.namespace}/serviceaccounts",

@@ -20,7 +20,8 @@ PACKAGE = "reconcilekit.testing"
 EMULATION = f"{PACKAGE}.apiserver"
 # bottom to top, as reconcilekit/testing/apiserver/__init__.py describes them
 LAYERS = ("extra", "kubeconfig", "machinery", "patching", "storage", "registry", "webhook_client",
-          "apiextensions", "admission", "controllers", "endpoints", "kube_apiserver")
+          "apiextensions", "authorization", "admission", "controllers", "endpoints",
+          "kube_apiserver")
 
 
 def _module_name(path: Path, root: Path, package: str) -> str:

@@ -28,16 +28,21 @@ it; ``tests/testing/test_apiserver_layout.py`` holds the code to it):
    util/webhook), and the validation of where one is called.
 8. ``apiextensions/``: CRDs: their validation, the types they serve,
    structural schemas, CEL rules, conversion between versions.
-9. ``admission/``: the admission chain, webhook configurations, match conditions.
-10. ``controllers/``: what kube-controller-manager and the apiextensions
+9. ``authorization/``: the RBAC authorizer over the stored roles and bindings,
+    kube-apiserver's bootstrap policy, the access reviews that ask it.
+10. ``admission/``: the admission chain (OwnerReferencesPermissionEnforcement,
+    then the webhooks), webhook configurations, match conditions.
+11. ``controllers/``: what kube-controller-manager and the apiextensions
     server do on their own (namespace lifecycle, CRD establishing and cleanup,
-    garbage collection and its owner index), run right after the write that
-    triggers them.
-11. ``endpoints/``: the HTTP front: the filter chain, the handlers of each
-    verb (create, update, patch, apply, delete: they decode the request and
-    hand the registry store its admission functions), content
-    negotiation, tables, discovery and OpenAPI documents, fault injection.
-12. ``kube_apiserver.py``: :class:`APIServer`, which puts them together and serves.
+    garbage collection and its owner index, ClusterRole aggregation), run
+    right after the write that triggers them.
+12. ``endpoints/``: the HTTP front: the filter chain (authentication,
+    impersonation, authorization first), the handlers of each verb (create,
+    update, patch, apply, delete: they decode the request and hand the
+    registry store its admission functions), content negotiation, tables,
+    discovery and OpenAPI documents, access and token reviews, token
+    requests, fault injection.
+13. ``kube_apiserver.py``: :class:`APIServer`, which puts them together and serves.
 """
 
 __all__: list[str] = []

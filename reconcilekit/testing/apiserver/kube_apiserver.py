@@ -18,6 +18,7 @@ from ...webhook._certificates import ServingCertificate
 from ...webhook._tls_handshakes import stop_tls_site
 from .admission import webhook_configurations
 from .apiextensions import definition_strategy
+from .authorization.bootstrap_policy import bootstrap_objects
 from .controllers.builtin_controllers import Lifecycle
 from .controllers.owner_index import OwnerIndex
 from .endpoints.faults import Faults
@@ -27,6 +28,7 @@ from .extra import require_testing_extra
 from .kubeconfig import kubeconfig_document, write_kubeconfig
 from .machinery.builtin_kinds import builtin_api
 from .machinery.resources import Registry
+from .machinery.token_authenticator import TokenAuthenticator
 from .registry.generic_store import Storage
 from .registry.strategy import StrategyTable
 from .registry.strategy_table import builtin_strategies
@@ -90,7 +92,7 @@ class APIServer:
                  sharded_list_watch: bool = True) -> None:
         require_testing_extra("reconcilekit.testing.APIServer")
         self.token = token or secrets.token_urlsafe(24)
-        self._tokens = {self.token: "admin", **(users or {})}
+        self._tokens = TokenAuthenticator({self.token: "admin", **(users or {})})
         self._port = port
         self._tls = tls
         # made here, not at start: the root CA ConfigMap of every namespace names its CA
@@ -116,6 +118,12 @@ class APIServer:
         for name in _DEFAULT_NAMESPACES:
             self.storage.create(ns_type, "", {"apiVersion": "v1", "kind": "Namespace",
                                               "metadata": {"name": name}},
+                                manager="kube-apiserver")
+        for obj in bootstrap_objects():  # RBAC's bootstrap roles and bindings
+            rtype = self.registry.lookup("rbac.authorization.k8s.io", "v1",
+                                         obj["kind"].lower() + "s")
+            assert rtype is not None
+            self.storage.create(rtype, obj["metadata"].get("namespace", ""), obj,
                                 manager="kube-apiserver")
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -238,7 +246,7 @@ class APIServer:
         """Accept the bearer ``token`` as ``user`` from now on (a credential issued)."""
         if not token or token != token.strip():
             raise ValueError("a bearer token must be non-empty, without surrounding spaces")
-        self._tokens[token] = user
+        self._tokens.add(token, user)
 
     def revoke_token(self, token: str) -> None:
         """Answer 401 to ``token`` from now on (a credential revoked, as deleting the Secret
@@ -246,7 +254,7 @@ class APIServer:
         already authenticated (an open watch) goes on. The admin token cannot be revoked."""
         if token == self.token:
             raise ValueError("the server's own admin token cannot be revoked")
-        if self._tokens.pop(token, None) is None:
+        if not self._tokens.revoke(token):
             raise ValueError("no such token")
 
     # -- introspection for tests ----------------------------------------------------------

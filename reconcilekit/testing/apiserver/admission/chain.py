@@ -71,6 +71,7 @@ import orjson
 
 from ...._foundations.go_compat import go_quote
 from ..apiextensions.version_conversion import ConversionError, Converter
+from ..authorization.rbac_authorizer import RBACAuthorizer
 from ..machinery.decoding import decode, go_base64_decode
 from ..machinery.request_user import RequestUser
 from ..machinery.resources import Registry, ResourceType
@@ -80,6 +81,7 @@ from ..patching.json_patch import PatchError, json_patch
 from ..registry.generic_store import Storage
 from ..webhook_client.https_client import CallError, WebhookClient
 from .match_conditions import evaluate
+from .owner_references_permission import check_owner_references
 from .webhook_configurations import GROUP, Webhook, webhooks
 
 __all__ = ["Admission", "Attributes"]
@@ -322,8 +324,14 @@ class Admission:
     # -- validating ----------------------------------------------------------------------
 
     async def validate(self, attrs: Attributes) -> None:
-        """Call the matching validating webhooks concurrently; raise the first refusal
+        """The built-in validating plugins (OwnerReferencesPermissionEnforcement), then
+        the matching validating webhooks, called concurrently; raise the first refusal
         (in configuration order) as :class:`StatusError`."""
+        r = attrs.rtype.resource
+        check_owner_references(attrs.operation, r.group, r.version, r.plural,
+                               attrs.subresource, attrs.namespace if r.namespaced else "",
+                               attrs.name, attrs.user, attrs.obj, attrs.old, self.registry,
+                               RBACAuthorizer(self.storage.tables))
         invocations = [i for hook in self._webhooks("validatingwebhookconfigurations",
                                                     attrs.rtype)
                        if (i := await self._called(hook, attrs)) is not None]

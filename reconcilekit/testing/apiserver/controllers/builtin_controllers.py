@@ -3,9 +3,10 @@ after the write that triggers it.
 
 kube-apiserver's companions run a few loops that controllers rely on even
 without a scheduler or kubelet: :mod:`.crd_establishing` (the apiextensions
-server's), :mod:`.namespace_lifecycle` and :mod:`.garbage_collector`
-(kube-controller-manager's). :class:`Lifecycle` hooks them to the storage's
-writes and removals, and to the DELETEs that start a deletion.
+server's), :mod:`.namespace_lifecycle`, :mod:`.garbage_collector` and
+:mod:`.clusterrole_aggregation` (kube-controller-manager's). :class:`Lifecycle`
+hooks them to the storage's writes and removals, and to the DELETEs that start
+a deletion.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from ..machinery.resources import Registry, ResourceType
 from ..registry.generic_store import Storage
 from ..storage.versioned_store import Table
+from .clusterrole_aggregation import ClusterRoleAggregator
 from .crd_establishing import CRDController
 from .garbage_collector import GarbageCollector
 from .namespace_lifecycle import NamespaceController
@@ -32,6 +34,7 @@ class Lifecycle:
         self.crds = CRDController(storage, registry)
         self.namespaces = NamespaceController(storage, registry, root_ca)
         self.garbage_collector = GarbageCollector(storage, registry, owners)
+        self.aggregator = ClusterRoleAggregator(storage, registry)
         storage.on_changed.append(self._written)
         storage.on_removed.append(self._removed)
 
@@ -57,9 +60,13 @@ class Lifecycle:
             self.crds.serve(obj)
         elif _is(table.rtype, "", "namespaces"):
             self.namespaces.populate(obj["metadata"]["name"])
+        elif self.aggregator.concerns(table):
+            self.aggregator.changed(obj, old)
 
     def _removed(self, table: Table, obj: dict[str, Any]) -> None:
         self.garbage_collector.removed(obj)
+        if self.aggregator.concerns(table):
+            self.aggregator.changed(obj)
         if _is(table.rtype, "apiextensions.k8s.io", "customresourcedefinitions"):
             self.crds.removed(obj)
             return

@@ -29,12 +29,7 @@ UNKNOWN: OwnerState = "unknown"
 
 def owner_type(registry: Registry, ref: dict[str, Any]) -> ResourceType | None:
     """The served resource an owner reference's apiVersion and kind map to."""
-    group, _, version = str(ref.get("apiVersion") or "").rpartition("/")
-    for rtype in registry:
-        r = rtype.resource
-        if r.group == group and r.version == version and r.kind == ref.get("kind"):
-            return rtype
-    return None
+    return registry.for_kind(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
 
 
 def owner_state(storage: Storage, registry: Registry, dependent: dict[str, Any],

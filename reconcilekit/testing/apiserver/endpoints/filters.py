@@ -25,20 +25,20 @@ from aiohttp import web
 
 from ...._foundations.go_compat import go_quote
 from ..machinery.request_info import KUBE_GROUPS, ResourceRequest, parse_resource_path, verb_for
-from ..machinery.request_user import ADMIN, RequestUser
+from ..machinery.request_user import ANONYMOUS, RequestUser
 from ..machinery.resources import Registry
 from ..machinery.status import PageNotFound, StatusError
-from ..machinery.unstructured import timestamp
+from ..machinery.token_authenticator import TokenAuthenticator
 from ..registry.generic_store import Storage
-from . import request_metrics, self_subject_review
+from . import request_metrics
 from .faults import Faults
 from .openapi import V2_PROTOBUF, v2_document, v3_document, v3_root
 from .request_metrics import RequestMetrics
 
 __all__ = ["VERSION_INFO", "Filter", "Next", "Scope", "ServerContext", "ServerSettings",
-           "answer_errors", "authenticate", "compress", "inject_faults", "json_response",
+           "answer_errors", "compress", "inject_faults", "json_response",
            "resolve_resource", "serve_discovery", "serve_open_paths", "serve_openapi_v2",
-           "serve_self_subject_review", "count_requests", "serve_metrics", "status_response",
+           "count_requests", "serve_metrics", "status_response",
            "warn_deprecated"]
 
 log = logging.getLogger("reconcilekit.testing.apiserver")
@@ -59,7 +59,7 @@ _GZIP_THRESHOLD = 128 * 1024
 
 @dataclass(slots=True)
 class ServerSettings:
-    tokens: Mapping[str, str]  # bearer token -> user name
+    tokens: TokenAuthenticator  # bearer token -> user
     bookmark_interval: float
     watch_buffer: int
     address: Callable[[], str]
@@ -100,7 +100,7 @@ class Scope:
 
     path: str = "/"
     parts: list[str] = field(default_factory=list)
-    user: str | None = None  # None: anonymous (no Authorization header)
+    user: RequestUser = ANONYMOUS  # set by authenticate (and impersonate)
     resource: ResourceRequest | None = None  # set by resolve_resource
     verb: str = ""
     resolved: Resolved = field(default_factory=Resolved)
@@ -108,7 +108,7 @@ class Scope:
     @property
     def who(self) -> RequestUser:
         """Who the user is to admission and SelfSubjectReview."""
-        return ADMIN if self.user == "admin" else RequestUser(self.user or "")
+        return self.user
 
 
 Next = Callable[[web.Request, Scope], Awaitable[web.StreamResponse]]
@@ -151,7 +151,7 @@ async def serve_metrics(ctx: ServerContext, request: web.Request, scope: Scope,
     if scope.path != request_metrics.PATH or request.method != "GET":
         return await next_(request, scope)
     ctx.requests[("get", scope.path)] += 1
-    return ctx.metrics.answer(scope.user)
+    return ctx.metrics.answer()
 
 
 async def answer_errors(ctx: ServerContext, request: web.Request, scope: Scope,
@@ -183,25 +183,9 @@ async def compress(ctx: ServerContext, request: web.Request, scope: Scope,
     return response
 
 
-async def authenticate(ctx: ServerContext, request: web.Request, scope: Scope,
-                       next_: Next) -> web.StreamResponse:
-    """A bearer token names the user (401 for an unknown one); no header: anonymous."""
-    header = request.headers.get("Authorization", "").strip()
-    if header:
-        kind, _, token = header.partition(" ")
-        user = ctx.settings.tokens.get(token.strip()) if kind.lower() == "bearer" else None
-        if user is None:
-            raise StatusError.unauthorized()
-    else:
-        user = None
-    path = request.path.rstrip("/") or "/"
-    return await next_(request, replace(scope, user=user, path=path,
-                                        parts=[p for p in path.split("/") if p]))
-
-
 async def serve_open_paths(ctx: ServerContext, request: web.Request, scope: Scope,
                            next_: Next) -> web.StreamResponse:
-    """``/version``, ``/healthz``, ``/livez``, ``/readyz``: for anyone."""
+    """``/version``, ``/healthz``, ``/livez``, ``/readyz`` (RBAC lets anyone read them)."""
     if scope.path not in _OPEN_PATHS:
         return await next_(request, scope)
     ctx.requests[("get", scope.path)] += 1
@@ -214,23 +198,11 @@ async def serve_openapi_v2(ctx: ServerContext, request: web.Request, scope: Scop
                            next_: Next) -> web.StreamResponse:
     """``/openapi/v2`` with no definitions: kubectl (which asks for protobuf) then skips
     client-side validation and leaves it to the server; JSON for anyone else."""
-    if scope.path != "/openapi/v2" or scope.user is None:
+    if scope.path != "/openapi/v2":
         return await next_(request, scope)
     if "protobuf" in request.headers.get("Accept", ""):
         return web.Response(body=b"", content_type=V2_PROTOBUF)
     return json_response(v2_document())
-
-
-async def serve_self_subject_review(ctx: ServerContext, request: web.Request, scope: Scope,
-                                    next_: Next) -> web.StreamResponse:
-    """A SelfSubjectReview's create: who the request's user is."""
-    if scope.user is not None:
-        review = self_subject_review.answer(scope.parts, request.method, scope.who,
-                                            timestamp(ctx.storage.now()))
-        if review is not None:
-            ctx.requests[("create", self_subject_review.PLURAL)] += 1
-            return json_response(review, 201)
-    return await next_(request, scope)
 
 
 def _discovery(ctx: ServerContext, parts: list[str]) -> dict[str, Any] | None:
@@ -255,16 +227,13 @@ def _discovery(ctx: ServerContext, parts: list[str]) -> dict[str, Any] | None:
 async def serve_discovery(ctx: ServerContext, request: web.Request, scope: Scope,
                           next_: Next) -> web.StreamResponse:
     """Discovery and OpenAPI v3 documents; any other path outside ``/api/V`` and
-    ``/apis/G/V`` is refused (403 to anonymous, 405 but for GET, else 404)."""
+    ``/apis/G/V`` is refused (405 but for GET, else 404)."""
     parts = scope.parts
-    discovery = self_subject_review.discovery(parts, _discovery(ctx, parts),
-                                              ctx.registry.group_order)
+    discovery = _discovery(ctx, parts)
     if discovery is None and parts and parts[0] in ("api", "apis") and not (
             parts[0] == "api" and len(parts) < 2) and not (
             parts[0] == "apis" and len(parts) < 3):
         return await next_(request, scope)
-    if scope.user is None:
-        raise StatusError.forbidden_path("system:anonymous", scope.path)
     if discovery is None and (not parts or parts[0] not in ("api", "apis") or (
             parts[0] == "apis" and len(parts) > 1 and parts[1] not in KUBE_GROUPS)):
         raise StatusError.page_not_found()
@@ -278,16 +247,12 @@ async def serve_discovery(ctx: ServerContext, request: web.Request, scope: Scope
 
 async def resolve_resource(ctx: ServerContext, request: web.Request, scope: Scope,
                            next_: Next) -> web.StreamResponse:
-    """The resource and verb a request is about (counted); anonymous users may not."""
+    """The resource and verb a request is about (counted)."""
     req = parse_resource_path(ctx.registry, scope.parts)
     watch = request.query.get("watch", "") in ("true", "1")
     scope = replace(scope, resource=req, verb=verb_for(request.method, req, watch))
     scope.resolved.learn(req, scope.verb)
     ctx.requests[(scope.verb, req.counter_resource)] += 1
-    if scope.user is None:
-        r = req.rtype.resource
-        raise StatusError.forbidden("system:anonymous", scope.verb, req.counter_resource,
-                                    r.group, req.namespace, req.name)
     return await next_(request, scope)
 
 

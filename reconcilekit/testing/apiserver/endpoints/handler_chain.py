@@ -25,9 +25,10 @@ from ..machinery.request_info import (
 )
 from ..machinery.request_user import RequestUser
 from ..machinery.resources import Registry
+from ..machinery.status import StatusError
 from ..registry.generic_store import Storage
 from ..webhook_client.https_client import WebhookClient
-from . import self_subject_review as self_subject_review
+from .access_filters import authenticate, authorize, impersonate, uid_lookup
 from .faults import Faults
 from .filters import (
     Filter,
@@ -36,7 +37,6 @@ from .filters import (
     ServerContext,
     ServerSettings,
     answer_errors,
-    authenticate,
     compress,
     count_requests,
     inject_faults,
@@ -46,14 +46,15 @@ from .filters import (
     serve_metrics,
     serve_open_paths,
     serve_openapi_v2,
-    serve_self_subject_review,
     warn_deprecated,
 )
 from .handlers.create import create
 from .handlers.delete import delete, delete_collection
 from .handlers.get import get, list_item, list_objects, selection
 from .handlers.patch import is_apply, patch
+from .handlers.reviews import review
 from .handlers.scale import get_scale, patch_scale, update_scale
+from .handlers.token_request import request_token
 from .handlers.update import bind, update
 from .handlers.watch import serve_watch
 from .handlers.write_options import DeleteOptions, WriteOptions
@@ -70,13 +71,14 @@ FILTERS: tuple[Filter, ...] = (
     count_requests,  # apiserver_request_total, by the answer's code
     answer_errors,  # a StatusError or an unexpected exception -> its Status body
     compress,  # gzip a large answer
-    authenticate,  # bearer token -> user; no header: anonymous
+    authenticate,  # bearer token -> user; no header: system:anonymous
+    impersonate,  # Impersonate-* headers -> the user the request acts as
+    authorize,  # RBAC: the user may make the request, or 403
     serve_open_paths,  # /version, /healthz, /livez, /readyz
     serve_metrics,  # /metrics
     serve_openapi_v2,
-    serve_self_subject_review,
     serve_discovery,  # discovery and OpenAPI v3; refuses other non-resource paths
-    resolve_resource,  # the resource and verb (counted); refuses anonymous users
+    resolve_resource,  # the resource and verb (counted)
     warn_deprecated,  # a deprecated custom resource version's warning
     inject_faults,  # the latency and failures a test asked for
 )
@@ -129,6 +131,8 @@ class Handler:
             self.storage.check_key(req.rtype, req.namespace, req.name)
         if req.subresource == "scale":
             return await self._scale(request, req, verb, who)
+        if not req.rtype.stored or req.subresource == "token":
+            return await self._answer_request(request, req, verb, who)
         match verb:
             case "get":
                 if request.query.get("resourceVersion"):  # checked before the object is read
@@ -189,6 +193,23 @@ class Handler:
                     "metadata": {"resourceVersion": str(self.storage.rv)},
                     "items": [list_item(self._out(req, o), req.rtype.builtin)
                               for o in deleted]}, 200, _warnings(warnings))
+
+    async def _answer_request(self, request: web.Request, req: ResourceRequest, verb: str,
+                              who: RequestUser) -> web.Response:
+        """A review, or a ServiceAccount's TokenRequest: created, answered, never stored."""
+        if req.subresource is None and req.name is not None:
+            raise StatusError.not_found_path()
+        if verb != "create":
+            raise StatusError.method_not_allowed()
+        body = await _body(request, req)
+        if req.subresource == "token":
+            return json_response(request_token(self.writes, req, body, self._manager(request),
+                                               self.settings.tokens), 201)
+        opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
+                                  "CreateOptions")
+        answer = review(self.writes, req, body, who, self._manager(request), opts,
+                        self.settings.tokens, uid_lookup(self.storage))
+        return json_response(answer, 201, _warnings(opts.warnings))
 
     async def _scale(self, request: web.Request, req: ResourceRequest, verb: str,
                      who: RequestUser) -> web.Response:

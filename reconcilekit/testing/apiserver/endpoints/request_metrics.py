@@ -21,7 +21,6 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..machinery.request_info import ResourceRequest
-from ..machinery.status import StatusError
 
 __all__ = ["PATH", "RequestMetrics"]
 
@@ -54,11 +53,8 @@ class RequestMetrics:
                 "namespace" if req.namespace else "cluster"),
             component="apiserver", code=str(code)).inc()
 
-    def answer(self, user: str | None) -> web.Response:
-        """The exposition; anonymous users are refused as kube-apiserver refuses them."""
-        if user is None:
-            raise StatusError(403, "Forbidden", 'forbidden: User "system:anonymous" cannot '
-                              'get path "/metrics"', {})
+    def answer(self) -> web.Response:
+        """The exposition (the authorizer decided who may read it)."""
         return web.Response(body=generate_latest(self.registry),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 

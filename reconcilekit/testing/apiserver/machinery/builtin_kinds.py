@@ -30,28 +30,27 @@ from typing import Any
 from ...._foundations.objects import Resource
 from .resources import COMMON_FIELDS, ResourceType
 
-__all__ = ["DATA_FILE", "GENERATION", "LEFT_OUT", "BuiltinAPI", "builtin_api"]
+__all__ = ["DATA_FILE", "GENERATION", "LEFT_OUT", "REVIEWS", "BuiltinAPI", "builtin_api"]
 
 DATA_FILE = "kube-apiserver-1.28-discovery.json"
 
-# Served by kube-apiserver but not here (docs/testing.md says why): reviews that are
-# answers computed per request (authentication and authorization), component
-# statuses (probes of etcd, scheduler and controller manager), and the streaming,
-# proxying and token-issuing subresources (nothing runs a Pod or a Service here).
+# Served by kube-apiserver but not here (docs/testing.md says why): component
+# statuses (probes of etcd, scheduler and controller manager), and the streaming and
+# proxying subresources (nothing runs a Pod or a Service here).
 LEFT_OUT: frozenset[tuple[str, str]] = frozenset({
     ("", "bindings"), ("", "componentstatuses"),
-    ("authentication.k8s.io", "tokenreviews"),
+    ("", "pods/attach"), ("", "pods/exec"), ("", "pods/log"), ("", "pods/portforward"),
+    ("", "pods/proxy"), ("", "pods/eviction"), ("", "pods/ephemeralcontainers"),
+    ("", "nodes/proxy"), ("", "services/proxy"),
+    ("certificates.k8s.io", "certificatesigningrequests/approval"),
+})
+# Reviews: created, answered from the request (..endpoints.handlers.reviews), never stored
+REVIEWS = frozenset({
+    ("authentication.k8s.io", "selfsubjectreviews"), ("authentication.k8s.io", "tokenreviews"),
     ("authorization.k8s.io", "localsubjectaccessreviews"),
     ("authorization.k8s.io", "selfsubjectaccessreviews"),
     ("authorization.k8s.io", "selfsubjectrulesreviews"),
-    ("authorization.k8s.io", "subjectaccessreviews"),
-    ("", "pods/attach"), ("", "pods/exec"), ("", "pods/log"), ("", "pods/portforward"),
-    ("", "pods/proxy"), ("", "pods/eviction"), ("", "pods/ephemeralcontainers"),
-    ("", "nodes/proxy"), ("", "services/proxy"), ("", "serviceaccounts/token"),
-    ("certificates.k8s.io", "certificatesigningrequests/approval"),
-})
-# selfsubjectreviews are answered by ..endpoints.self_subject_review, not stored
-_NOT_STORED = frozenset({("authentication.k8s.io", "selfsubjectreviews")})
+    ("authorization.k8s.io", "subjectaccessreviews")})
 
 # metadata.generation is kept (set to 1, bumped by spec changes): measured on v1.28.7
 GENERATION: frozenset[tuple[str, str]] = frozenset({
@@ -117,7 +116,7 @@ def _types(gv: str, entries: list[dict[str, Any]]) -> list[ResourceType]:
     for entry in entries:
         plural = entry["name"]
         key = (group, plural)
-        if "/" in plural or not _served(group, entry) or key in _NOT_STORED:
+        if "/" in plural or not _served(group, entry):
             continue
         subs = subresources.get(plural, [])
         names = {s["name"].partition("/")[2] for s in subs}
@@ -127,7 +126,7 @@ def _types(gv: str, entries: list[dict[str, Any]]) -> list[ResourceType]:
             status_subresource="status" in names, scale_subresource="scale" in names,
             generation=key in GENERATION, unconditional_update=key not in _CONDITIONAL_UPDATE,
             field_labels=COMMON_FIELDS | _FIELD_LABELS.get(key, frozenset()),
-            categories=tuple(entry.get("categories", ())),
+            categories=tuple(entry.get("categories", ())), stored=key not in REVIEWS,
             discovery=(entry, *subs)))
     return out
 

@@ -66,6 +66,8 @@ class ResourceType:
     ``schema``: a custom resource's structural schema (pruning, defaults,
     validation). ``printer_columns``: a custom resource's
     ``additionalPrinterColumns`` (None for built-in kinds, printed by their own rules).
+    ``stored``: False for a review (an access review, a TokenReview, a
+    SelfSubjectReview): created only, answered from the request, never stored.
     ``discovery``: a built-in type's discovery entries as kube-apiserver serves them
     (the resource's, then its subresources'); empty for custom resources, whose
     entries are made from the other fields.
@@ -86,6 +88,7 @@ class ResourceType:
     printer_columns: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
     scale_paths: tuple[str, str, str | None] | None = None
     deprecation_warning: str | None = None
+    stored: bool = True
     discovery: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
 
     @property
@@ -173,6 +176,15 @@ class Registry:
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._types.get((group, version, plural))
+
+    def for_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        """The served resource of a kind (the REST mapping of an apiVersion and kind)."""
+        group, _, version = api_version.rpartition("/")
+        for rtype in self._types.values():
+            r = rtype.resource
+            if r.group == group and r.version == version and r.kind == kind:
+                return rtype
+        return None
 
     def __iter__(self) -> Iterator[ResourceType]:
         return iter(list(self._types.values()))

@@ -95,16 +95,19 @@ class StatusError(Exception):
 
     @classmethod
     def forbidden(cls, user: str, verb: str, plural: str, group: str,
-                  namespace: str | None, name: str | None = None) -> StatusError:
-        what = f'{plural} "{name}"' if name else plural
+                  namespace: str | None, name: str | None = None,
+                  subresource: str = "") -> StatusError:
+        """k8s.io/apiserver's ``ForbiddenStatusError`` of a resource request."""
+        qualified = f"{plural}.{group}" if group else plural
+        what = f'{qualified} "{name}"' if name else qualified
         where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-        message = (f'{what} is forbidden: User "{user}" cannot {verb} resource "{plural}" '
+        shown = f"{plural}/{subresource}" if subresource else plural
+        message = (f'{what} is forbidden: User "{user}" cannot {verb} resource "{shown}" '
                    f'in API group "{group}"{where}')
-        details: dict[str, Any] = {"kind": plural}
+        details: dict[str, Any] = {"name": name} if name else {}
         if group:
             details["group"] = group
-        if name:
-            details["name"] = name
+        details["kind"] = plural
         return cls(403, "Forbidden", message, details)
 
     @classmethod
@@ -116,9 +119,9 @@ class StatusError(Exception):
                    _details(name, group, group_resource))
 
     @classmethod
-    def forbidden_path(cls, user: str, path: str) -> StatusError:
+    def forbidden_path(cls, user: str, path: str, verb: str = "get") -> StatusError:
         return cls(403, "Forbidden",
-                   f'forbidden: User "{user}" cannot get path "{path}"', {})
+                   f'forbidden: User "{user}" cannot {verb} path "{path}"', {})
 
     @classmethod
     def unauthorized(cls) -> StatusError:
