@@ -96,9 +96,10 @@ async def _creates(kind: str, tls: bool, schema: bool, n: int) -> float:
 
 def _decode_us(kind: str, schema: bool, n: int = 20000) -> float:
     """Microseconds per decoding of a request body (the write path's step), best of 3."""
-    from reconcilekit.testing.apiserver.machinery.resources import BUILTIN_TYPES
+    from reconcilekit.testing.apiserver.machinery.builtin_kinds import builtin_api
 
-    rtype = next(t for t in BUILTIN_TYPES if t.resource.group == "" and t.resource.kind == kind)
+    rtype = next(t for t in builtin_api().types
+                 if t.resource.group == "" and t.resource.kind == kind)
     body = _schema_bodies(kind, 0)[1]
     best = float("inf")
     for _ in range(3):

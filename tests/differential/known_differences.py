@@ -34,16 +34,10 @@ NOT_YET_MATCHED: dict[str, Known] = {
         "explain widgets` does not list them")),
     "job": Known(4, (
         "a Job's spec.template is mutable (kube-apiserver: field is immutable)")),
-    "pvc-defaults": Known(1, (
-        "a created PVC lacks the kubernetes.io/pvc-protection finalizer (kube-apiserver's "
-        "StorageObjectInUseProtection admission adds it)")),
     "widget-validation": Known(1, (
         "a custom resource's validation errors come in another order, and the scale "
         "subresource's check of .spec.replicas ('should be a non-negative integer') is "
         "missing")),
-    "python-policy-and-networking": Known(1, (
-        "a PVC does not get the kubernetes.io/pvc-protection finalizer kube-apiserver's"
-        ' admission adds (nothing in-process would remove it)')),
     "python-workloads": Known(2, (
         "a DaemonSet's deprecated.daemonset.template.generation annotation belongs to "
         'no manager (kube-apiserver: to the creating one)')),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, eventually
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 CLAIM_SPEC = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
@@ -88,3 +88,31 @@ async def test_a_persistent_volume_is_defaulted_to_retain_a_filesystem_pending(
         "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain",
         "volumeMode": "Filesystem"}
     assert created.body["status"] == {"phase": "Pending"}
+
+
+async def test_a_claim_in_use_is_kept_until_its_pod_goes(apiserver: Cluster) -> None:
+    """StorageObjectInUseProtection adds the finalizer; the pvc-protection controller
+    removes it once no unfinished Pod mounts the claim being deleted."""
+    created = await apiserver.request("POST", _claims(apiserver), json={
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "used"},
+        "spec": CLAIM_SPEC})
+    assert created.status == 201, created
+    assert created.body["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    pods = f"/api/v1/namespaces/{apiserver.namespace}/pods"
+    pod = await apiserver.request("POST", pods, json={
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "user"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "used"}}]}})
+    assert pod.status == 201, pod
+    deleted = await apiserver.request("DELETE", f"{_claims(apiserver)}/used")
+    assert deleted.status == 200, deleted
+    assert deleted.body["metadata"]["deletionTimestamp"]
+    still = await apiserver.request("GET", f"{_claims(apiserver)}/used")
+    assert still.status == 200, still
+    assert still.body["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    gone = await apiserver.request("DELETE", f"{pods}/user", json={"gracePeriodSeconds": 0})
+    assert gone.status == 200, gone
+
+    async def claim_gone() -> bool:
+        return (await apiserver.request("GET", f"{_claims(apiserver)}/used")).status == 404
+    await eventually(claim_gone, what="the claim removed once its Pod went")

@@ -3,10 +3,10 @@ after the write that triggers it.
 
 kube-apiserver's companions run a few loops that controllers rely on even
 without a scheduler or kubelet: :mod:`.crd_establishing` (the apiextensions
-server's), :mod:`.namespace_lifecycle`, :mod:`.garbage_collector` and
-:mod:`.clusterrole_aggregation` (kube-controller-manager's). :class:`Lifecycle`
-hooks them to the storage's writes and removals, and to the DELETEs that start
-a deletion.
+server's), :mod:`.namespace_lifecycle`, :mod:`.garbage_collector`,
+:mod:`.clusterrole_aggregation` and :mod:`.volume_protection`
+(kube-controller-manager's). :class:`Lifecycle` hooks them to the storage's
+writes and removals, and to the DELETEs that start a deletion.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .crd_establishing import CRDController
 from .garbage_collector import GarbageCollector
 from .namespace_lifecycle import NamespaceController
 from .owner_index import OwnerIndex
+from .volume_protection import VolumeProtection
 
 __all__ = ["Lifecycle"]
 
@@ -35,6 +36,7 @@ class Lifecycle:
         self.namespaces = NamespaceController(storage, registry, root_ca)
         self.garbage_collector = GarbageCollector(storage, registry, owners)
         self.aggregator = ClusterRoleAggregator(storage, registry)
+        self.volumes = VolumeProtection(storage, registry)
         storage.on_changed.append(self._written)
         storage.on_removed.append(self._removed)
 
@@ -44,12 +46,14 @@ class Lifecycle:
     def deletion_started(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         """After a DELETE that did not remove ``obj`` at once."""
         self.garbage_collector.deletion_started(self.storage.table(rtype), obj)
+        self.volumes.changed(self.storage.table(rtype), obj)
         if _is(rtype, "", "namespaces"):
             self.namespaces.delete_contents(obj["metadata"]["name"])
         elif _is(rtype, "apiextensions.k8s.io", "customresourcedefinitions"):
             self.crds.delete_resources(obj)
 
     def _written(self, table: Table, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        self.volumes.changed(table, obj)
         if obj["metadata"].get("deletionTimestamp"):
             return
         self.garbage_collector.written(table, obj, old)
@@ -65,6 +69,7 @@ class Lifecycle:
 
     def _removed(self, table: Table, obj: dict[str, Any]) -> None:
         self.garbage_collector.removed(obj)
+        self.volumes.changed(table, obj)
         if self.aggregator.concerns(table):
             self.aggregator.changed(obj)
         if _is(table.rtype, "apiextensions.k8s.io", "customresourcedefinitions"):

@@ -14,6 +14,12 @@ A PersistentVolume is defaulted (``SetDefaults_PersistentVolume``) with
 ``spec.persistentVolumeReclaimPolicy: Retain``, ``spec.volumeMode:
 Filesystem``, a ``hostPath`` source's ``type: ""`` and ``status.phase:
 Pending``.
+
+kube-apiserver's StorageObjectInUseProtection admission plugin gives a
+created claim the ``kubernetes.io/pvc-protection`` finalizer and a created
+volume ``kubernetes.io/pv-protection``; kube-controller-manager's protection
+controllers remove them once nothing uses the object being deleted
+(:mod:`..controllers.volume_protection`).
 """
 
 from __future__ import annotations
@@ -28,10 +34,23 @@ from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid
 from .claim_diff import claim_spec_diff
-from .strategy import Strategy
+from .strategy import AccountLookup, Strategy
 
-__all__ = ["PersistentVolumeClaimStrategy", "PersistentVolumeStrategy", "default_claim",
-           "default_claim_template"]
+__all__ = ["PV_PROTECTION", "PVC_PROTECTION", "PersistentVolumeClaimStrategy",
+           "PersistentVolumeStrategy", "default_claim", "default_claim_template"]
+
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+PV_PROTECTION = "kubernetes.io/pv-protection"
+
+
+def _protect(obj: Obj, finalizer: str) -> None:
+    """StorageObjectInUseProtection: ``finalizer`` added once."""
+    meta = obj.setdefault("metadata", {})
+    finalizers = meta.get("finalizers")
+    if not isinstance(finalizers, list):
+        finalizers = meta["finalizers"] = []
+    if finalizer not in finalizers:
+        finalizers.append(finalizer)
 
 _IMMUTABLE_SPEC = ("spec is immutable after creation except resources.requests for bound "
                    "claims")
@@ -77,10 +96,13 @@ def default_volume(obj: Obj) -> None:
 
 
 class PersistentVolumeStrategy(Strategy):
-    """PersistentVolumes: defaulted."""
+    """PersistentVolumes: defaulted, protected while bound."""
 
     def default(self, obj: Obj) -> None:
         default_volume(obj)
+
+    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
+        _protect(obj, PV_PROTECTION)
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
                            ) -> None:
@@ -98,6 +120,9 @@ class PersistentVolumeClaimStrategy(Strategy):
 
     def default(self, obj: Obj) -> None:
         default_claim(obj)
+
+    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
+        _protect(obj, PVC_PROTECTION)
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
                            ) -> None:

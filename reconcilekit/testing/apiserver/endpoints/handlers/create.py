@@ -25,5 +25,9 @@ async def create(path: WritePath, req: ResourceRequest, body: Obj, manager: str,
             "metadata.name")], r.resource.group)
     path.check_namespace(req, str(meta.get("name") or ""))
     dedup_owner_references(meta)
+    # the field manager runs before admission (kube-apiserver's create handler): what an
+    # admission plugin or a mutating webhook adds belongs to no manager
+    managed = path.storage.ownership(req.rtype).updated(None, body, manager, None,
+                                                        path.storage.now())
     path.admit(req, body)
-    return await path.create_new(req, body, manager, options, user)
+    return await path.create_new(req, body, manager, options, user, managed_fields=managed)
