@@ -21,32 +21,21 @@ missing or the control plane does not start.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
-import ssl
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from reconcilekit.testing import ControlPlane
-from reconcilekit.testing._control_plane import ControlPlaneError
+from capture_common import get_json, run_capture
 
-DATA = Path(__file__).resolve().parent.parent / "reconcilekit/testing/apiserver/data"
+from reconcilekit.testing import ControlPlane
+
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 KINDS = (("ClusterRole", "clusterroles"), ("ClusterRoleBinding", "clusterrolebindings"),
          ("Role", "roles"), ("RoleBinding", "rolebindings"))
 KEPT_META = ("name", "namespace", "labels", "annotations")
 KEPT = ("aggregationRule", "rules", "roleRef", "subjects")
-
-
-def _get(plane: ControlPlane, path: str) -> Any:
-    context = ssl.create_default_context(cafile=str(plane.ca_file))
-    request = urllib.request.Request(plane.url + path, headers={
-        "Authorization": f"Bearer {plane.token}", "Accept": "application/json"})
-    with urllib.request.urlopen(request, context=context, timeout=30) as answer:
-        return json.loads(answer.read())
 
 
 def _bootstrap(item: dict[str, Any]) -> bool:
@@ -59,37 +48,27 @@ def capture(plane: ControlPlane) -> dict[str, Any]:
     """The bootstrap objects of a running kube-apiserver, in the file's shape."""
     objects = []
     for kind, plural in KINDS:
-        for item in _get(plane, f"{RBAC}/{plural}")["items"]:
+        for item in get_json(plane, f"{RBAC}/{plural}")["items"]:
             if not _bootstrap(item):
                 continue
             meta = {k: item["metadata"][k] for k in KEPT_META if k in item["metadata"]}
             objects.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
                             "metadata": meta, **{k: item[k] for k in KEPT if k in item}})
-    return {"gitVersion": _get(plane, "/version")["gitVersion"], "objects": objects}
+    return {"gitVersion": get_json(plane, "/version")["gitVersion"], "objects": objects}
+
+
+def write(data: dict[str, Any], out: Path) -> str:
+    """Gzipped JSON, one line per object."""
+    text = "{" + f'"gitVersion":{json.dumps(data["gitVersion"])},\n "objects":[\n' + ",\n".join(
+        "  " + json.dumps(o, separators=(",", ":")) for o in data["objects"]) + "]}\n"
+    out.write_bytes(gzip.compress(text.encode(), mtime=0))
+    return f"{len(data['objects'])} bootstrap RBAC objects"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--assets", required=True,
-                        help="directory holding the etcd and kube-apiserver binaries")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="file to write (default: the package's data file of that version)")
-    args = parser.parse_args(argv)
-    try:
-        with ControlPlane(args.assets, controller_manager=False) as plane:
-            data = capture(plane)
-    except ControlPlaneError as err:
-        print(f"capture: {err}", file=sys.stderr)
-        return 1
-    major_minor = ".".join(data["gitVersion"].lstrip("v").split(".")[:2])
-    out = args.out or DATA / f"kube-apiserver-{major_minor}-bootstrap-rbac.json.gz"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    text = "{" + f'"gitVersion":{json.dumps(data["gitVersion"])},\n "objects":[\n' + ",\n".join(
-        "  " + json.dumps(o, separators=(",", ":"), sort_keys=False) for o in data["objects"]
-    ) + "]}\n"
-    out.write_bytes(gzip.compress(text.encode(), mtime=0))
-    print(f"capture: {data['gitVersion']}: {len(data['objects'])} bootstrap RBAC objects -> {out}")
-    return 0
+    return run_capture(__doc__ or "", capture,
+                       lambda version: f"kube-apiserver-{version}-bootstrap-rbac.json.gz", write,
+                       argv)
 
 
 if __name__ == "__main__":

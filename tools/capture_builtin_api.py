@@ -25,39 +25,27 @@ the control plane does not start.
 
 from __future__ import annotations
 
-import argparse
 import json
-import ssl
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from capture_common import get_json, run_capture
+
 from reconcilekit.testing import ControlPlane
-from reconcilekit.testing._control_plane import ControlPlaneError
-
-DATA = Path(__file__).resolve().parent.parent / "reconcilekit/testing/apiserver/data"
-
-
-def _get(plane: ControlPlane, path: str) -> Any:
-    context = ssl.create_default_context(cafile=str(plane.ca_file))
-    request = urllib.request.Request(plane.url + path, headers={
-        "Authorization": f"Bearer {plane.token}", "Accept": "application/json"})
-    with urllib.request.urlopen(request, context=context, timeout=30) as answer:
-        return json.loads(answer.read())
 
 
 def capture(plane: ControlPlane) -> dict[str, Any]:
     """The discovery documents of a running kube-apiserver, in the data file's shape."""
-    version = _get(plane, "/version")
-    if _get(plane, "/api")["versions"] != ["v1"]:
+    version = get_json(plane, "/version")
+    if get_json(plane, "/api")["versions"] != ["v1"]:
         raise SystemExit("capture: /api serves versions other than v1; the loader knows only v1")
-    resources: dict[str, list[dict[str, Any]]] = {"v1": _get(plane, "/api/v1")["resources"]}
-    groups = _get(plane, "/apis")["groups"]
+    resources: dict[str, list[dict[str, Any]]] = {"v1": get_json(plane, "/api/v1")["resources"]}
+    groups = get_json(plane, "/apis")["groups"]
     for group in groups:
         for entry in group["versions"]:
             gv = entry["groupVersion"]
-            resources[gv] = _get(plane, f"/apis/{gv}")["resources"]
+            resources[gv] = get_json(plane, f"/apis/{gv}")["resources"]
     return {"gitVersion": version["gitVersion"], "groups": groups, "resources": resources}
 
 
@@ -72,27 +60,15 @@ def dump(data: dict[str, Any]) -> str:
             + ' "resources":{\n' + ",\n".join(rows) + "}}\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--assets", required=True,
-                        help="directory holding the etcd and kube-apiserver binaries")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="file to write (default: the package's data file of that version)")
-    args = parser.parse_args(argv)
-    try:
-        with ControlPlane(args.assets, controller_manager=False) as plane:
-            data = capture(plane)
-    except ControlPlaneError as err:
-        print(f"capture: {err}", file=sys.stderr)
-        return 1
-    major_minor = ".".join(data["gitVersion"].lstrip("v").split(".")[:2])
-    out = args.out or DATA / f"kube-apiserver-{major_minor}-discovery.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+def write(data: dict[str, Any], out: Path) -> str:
     out.write_text(dump(data))
     count = sum(len(v) for v in data["resources"].values())
-    print(f"capture: {data['gitVersion']}: {len(data['resources'])} group versions, "
-          f"{count} resources and subresources -> {out}")
-    return 0
+    return f"{len(data['resources'])} group versions, {count} resources and subresources"
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_capture(__doc__ or "", capture,
+                       lambda version: f"kube-apiserver-{version}-discovery.json", write, argv)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,12 @@ create is compared with). Descriptions, other defaults and examples are
 dropped. The output is deterministic
 (sorted keys, gzip without a timestamp), so a re-capture of the same server
 changes nothing.
+
+The same run writes the published component schemas whole, descriptions
+included, each once (``--published-out``, default
+``data/kube-apiserver-1.28-openapi-v3-published.json.gz``): what the
+in-process server serves at ``/openapi/v3`` for ``kubectl explain`` and
+clients that read a kind's documentation.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from reconcilekit.testing import ControlPlane
 
 OUT = (Path(__file__).resolve().parent.parent / "reconcilekit" / "testing" / "apiserver"
        / "data" / "kube-apiserver-1.28-openapi-v3.json.gz")
+PUBLISHED = OUT.with_name("kube-apiserver-1.28-openapi-v3-published.json.gz")
 _KEEP = frozenset({"type", "format", "properties", "required", "enum", "items",
                    "additionalProperties", "allOf", "$ref", "nullable"})
 
@@ -67,21 +74,24 @@ def _get(plane: ControlPlane, path: str, context: ssl.SSLContext) -> Any:
         return json.load(response)
 
 
-def capture(assets: Path) -> tuple[dict[str, Any], str]:
-    """The compacted schemas of every group-version, and the server's version."""
+def capture(assets: Path) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The compacted schemas of every group-version, the same schemas whole, and the
+    server's version."""
     plane = ControlPlane(assets, controller_manager=False)
     plane.start()
     try:
         context = ssl.create_default_context(cafile=str(plane.ca_file))
         version = _get(plane, "/version", context)["gitVersion"]
         schemas: dict[str, Any] = {}
+        published: dict[str, Any] = {}
         for gv, entry in sorted(_get(plane, "/openapi/v3", context)["paths"].items()):
             if not gv.startswith(("api/", "apis/")) or gv.count("/") != 1 + gv.startswith("apis/"):
                 continue  # the discovery lists, not group-versions
             document = _get(plane, entry["serverRelativeURL"], context)
             for name, schema in document.get("components", {}).get("schemas", {}).items():
                 schemas[name] = _compact(schema)
-        return schemas, version
+                published[name] = schema
+        return schemas, published, version
     finally:
         plane.stop()
 
@@ -91,14 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--assets", type=Path, required=True,
                         help="the directory holding etcd and kube-apiserver")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--published-out", type=Path, default=PUBLISHED)
     args = parser.parse_args(argv)
-    schemas, version = capture(args.assets)
-    data = json.dumps({"version": version, "schemas": schemas}, sort_keys=True,
-                      separators=(",", ":")).encode()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-    print(f"{version}: {len(schemas)} schemas, {len(data)} bytes of JSON, "
-          f"{args.out.stat().st_size} bytes gzipped -> {args.out}", file=sys.stderr)
+    schemas, published, version = capture(args.assets)
+    for out, content in ((args.out, schemas), (args.published_out, published)):
+        data = json.dumps({"version": version, "schemas": content}, sort_keys=True,
+                          separators=(",", ":")).encode()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+        print(f"{version}: {len(content)} schemas, {len(data)} bytes of JSON, "
+              f"{out.stat().st_size} bytes gzipped -> {out}", file=sys.stderr)
     return 0
 
 

@@ -10,8 +10,8 @@ listed, asking for a ``meta.k8s.io/v1`` Table as ``kubectl get`` does, and
 writes each resource's ``columnDefinitions`` (name, type, format,
 description, priority: what kube-apiserver's printer for the kind declares,
 whether or not there are rows) to ``FILE`` (default: the package's
-``data/kube-apiserver-<major.minor>-table-columns.json``), one line per
-resource, keyed ``plural`` for the core group and ``plural.group`` for the
+``data/kube-apiserver-<major.minor>-table-columns.json.gz``), gzipped JSON
+with one line per resource, keyed ``plural`` for the core group and ``plural.group`` for the
 others::
 
     {"gitVersion": "v1.28.7",
@@ -28,33 +28,23 @@ traceback) when the binaries are missing or the control plane does not start.
 
 from __future__ import annotations
 
-import argparse
+import gzip
 import json
-import ssl
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from capture_common import get_json, run_capture
+
 from reconcilekit.testing import ControlPlane
-from reconcilekit.testing._control_plane import ControlPlaneError
 
-DATA = Path(__file__).resolve().parent.parent / "reconcilekit/testing/apiserver/data"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
-
-
-def _get(plane: ControlPlane, path: str, accept: str = "application/json") -> Any:
-    context = ssl.create_default_context(cafile=str(plane.ca_file))
-    request = urllib.request.Request(plane.url + path, headers={
-        "Authorization": f"Bearer {plane.token}", "Accept": accept})
-    with urllib.request.urlopen(request, context=context, timeout=30) as answer:
-        return json.loads(answer.read())
 
 
 def _group_versions(plane: ControlPlane) -> list[tuple[str, str]]:
     """(group version, its URL prefix), core first, in discovery's order."""
     found = [("v1", "/api/v1")]
-    for group in _get(plane, "/apis")["groups"]:
+    for group in get_json(plane, "/apis")["groups"]:
         found += [(v["groupVersion"], f"/apis/{v['groupVersion']}") for v in group["versions"]]
     return found
 
@@ -64,14 +54,14 @@ def capture(plane: ControlPlane) -> dict[str, Any]:
     columns: dict[str, list[dict[str, Any]]] = {}
     for gv, prefix in _group_versions(plane):
         group = gv.rpartition("/")[0]
-        for resource in _get(plane, prefix)["resources"]:
+        for resource in get_json(plane, prefix)["resources"]:
             plural = resource["name"]
             key = f"{plural}.{group}" if group else plural
             if "/" in plural or "list" not in resource["verbs"] or key in columns:
                 continue
-            table = _get(plane, f"{prefix}/{plural}?limit=1", TABLE)
+            table = get_json(plane, f"{prefix}/{plural}?limit=1", TABLE)
             columns[key] = table["columnDefinitions"]
-    return {"gitVersion": _get(plane, "/version")["gitVersion"], "columns": columns}
+    return {"gitVersion": get_json(plane, "/version")["gitVersion"], "columns": columns}
 
 
 def dump(data: dict[str, Any]) -> str:
@@ -84,26 +74,15 @@ def dump(data: dict[str, Any]) -> str:
             + ' "columns":{\n' + ",\n".join(rows) + "}}\n")
 
 
+def write(data: dict[str, Any], out: Path) -> str:
+    out.write_bytes(gzip.compress(dump(data).encode(), compresslevel=9, mtime=0))
+    return f"the Table columns of {len(data['columns'])} resources"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--assets", required=True,
-                        help="directory holding the etcd and kube-apiserver binaries")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="file to write (default: the package's data file of that version)")
-    args = parser.parse_args(argv)
-    try:
-        with ControlPlane(args.assets, controller_manager=False) as plane:
-            data = capture(plane)
-    except ControlPlaneError as err:
-        print(f"capture: {err}", file=sys.stderr)
-        return 1
-    major_minor = ".".join(data["gitVersion"].lstrip("v").split(".")[:2])
-    out = args.out or DATA / f"kube-apiserver-{major_minor}-table-columns.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dump(data))
-    print(f"capture: {data['gitVersion']}: the Table columns of {len(data['columns'])} "
-          f"resources -> {out}")
-    return 0
+    return run_capture(__doc__ or "", capture,
+                       lambda version: f"kube-apiserver-{version}-table-columns.json.gz", write,
+                       argv)
 
 
 if __name__ == "__main__":

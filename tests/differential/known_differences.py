@@ -26,12 +26,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
         "managedFields after two appliers: kube-controller-manager's status Update "
         'entry is missing (no controllers run in-process) and the appliers are listed '
         'in another order')),
-    "explain": Known(1, (
-        "no OpenAPI schemas for built-in kinds: `kubectl explain configmap` prints "
-        "DESCRIPTION <empty> and no FIELDS")),
-    "explain-crd": Known(1, (
-        "a CRD's published OpenAPI schema lacks apiVersion, kind and metadata, so `kubectl "
-        "explain widgets` does not list them")),
     "job": Known(4, (
         "a Job's spec.template is mutable (kube-apiserver: field is immutable)")),
     "widget-validation": Known(1, (

@@ -36,3 +36,38 @@ async def test_openapi_v3_names_each_kinds_paths_and_write_parameters(apiserver:
         "group": "test.reconcilekit.dev", "version": "v1", "kind": "Probe"}
     missing = await apiserver.request("GET", "/openapi/v3/apis/nothing.example.com/v1")
     assert missing.status == 404
+
+
+async def test_openapi_v3_documents_each_kind_as_kube_apiserver_publishes_it(
+        apiserver: Cluster, probes: str) -> None:
+    """What ``kubectl explain`` reads: a built-in kind's schema with its descriptions and
+    every schema it refers to; a custom resource's with apiVersion, kind and metadata."""
+    apps = await apiserver.request("GET", "/openapi/v3/apis/apps/v1")
+    assert apps.status == 200, apps
+    schemas = apps.body["components"]["schemas"]
+    deployment = schemas["io.k8s.api.apps.v1.Deployment"]
+    assert deployment["x-kubernetes-group-version-kind"] == [
+        {"group": "apps", "kind": "Deployment", "version": "v1"}]
+    spec_ref = deployment["properties"]["spec"]["allOf"][0]["$ref"]
+    assert spec_ref == "#/components/schemas/io.k8s.api.apps.v1.DeploymentSpec"
+    replicas = schemas["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["replicas"]
+    assert replicas["type"] == "integer"
+    assert replicas["description"].startswith("Number of desired pods.")
+    assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in schemas
+
+    async def custom() -> dict[str, Any] | None:
+        got = await apiserver.request("GET", "/openapi/v3/apis/test.reconcilekit.dev/v1")
+        return dict(got.body) if got.status == 200 else None
+    document = await eventually(custom, what="the Probe CRD's document")
+    probe = document["components"]["schemas"]["dev.reconcilekit.test.v1.Probe"]
+    assert {"apiVersion", "kind", "metadata", "spec"} <= set(probe["properties"])
+    assert probe["properties"]["metadata"]["allOf"] == [
+        {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]
+    assert probe["properties"]["kind"]["description"].startswith("Kind is a string value")
+    assert probe["x-kubernetes-group-version-kind"] == [
+        {"group": "test.reconcilekit.dev", "kind": "Probe", "version": "v1"}]
+    assert document["components"]["schemas"]["dev.reconcilekit.test.v1.ProbeList"][
+        "properties"]["items"]["items"] == {
+            "$ref": "#/components/schemas/dev.reconcilekit.test.v1.Probe"}
+    assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in document["components"][
+        "schemas"]

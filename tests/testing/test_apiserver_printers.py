@@ -12,6 +12,7 @@ they are (no replicas, suspended Jobs, standalone Endpoints).
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -22,7 +23,7 @@ import pytest
 from reconcilekit.testing import Cluster
 from reconcilekit.testing.apiserver.kube_apiserver import served_strategies
 from reconcilekit.testing.apiserver.machinery.builtin_kinds import builtin_api
-from reconcilekit.testing.apiserver.registry.table_convertor import DEFAULT_TABLE
+from reconcilekit.testing.apiserver.registry.table_convertor import COLUMNS_FILE, default_table
 
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
                   "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
@@ -30,8 +31,8 @@ NS = "<namespace>"  # the test's namespace, filled in when an object is created
 NS_UID = "<namespace uid>"  # and its uid
 CLOCK_COLUMNS = frozenset({"Age", "Last Seen", "First Seen", "Duration", "Last Schedule",
                            "Created At"})
-CAPTURED = json.loads((files("reconcilekit.testing.apiserver") / "data"
-                       / "kube-apiserver-1.28-table-columns.json").read_text())["columns"]
+CAPTURED = json.loads(gzip.decompress((files("reconcilekit.testing.apiserver") / "data"
+                                       / COLUMNS_FILE).read_bytes()))["columns"]
 POD_SPEC: dict[str, Any] = {"containers": [{"name": "app", "image": "nginx:1.25"},
                                            {"name": "side", "image": "busybox"}]}
 TEMPLATE: dict[str, Any] = {"metadata": {"labels": {"app": "web", "tier": "front"}},
@@ -405,7 +406,7 @@ def test_every_built_in_kind_declares_kube_apiserver_s_columns() -> None:
     assert differ == NOT_PRINTED & set(printed)
     assert len(printed) - len(differ) >= 40
     assert {key for key in CAPTURED if key not in differ
-            and CAPTURED[key] == [dict(c) for c in DEFAULT_TABLE.columns]} == {
+            and CAPTURED[key] == [dict(c) for c in default_table().columns]} == {
         "limitranges", "roles.rbac.authorization.k8s.io",
         "clusterroles.rbac.authorization.k8s.io", "csistoragecapacities.storage.k8s.io",
         "customresourcedefinitions.apiextensions.k8s.io"}

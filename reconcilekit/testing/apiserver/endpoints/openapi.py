@@ -8,13 +8,23 @@ server validates (custom resources against their schema). ``/openapi/v3``
 group-versions and, per group-version, a document with every resource's
 paths, their ``x-kubernetes-group-version-kind``, the write parameters
 kube-apiserver accepts (``fieldValidation`` among them), and each custom
-resource's schema. Built-in kinds carry no schema: the server does not have
-their Go types.
+resource's schema. A built-in kind's schema, and every schema it refers to,
+is the one kube-apiserver publishes, descriptions included
+(``data/kube-apiserver-1.28-openapi-v3-published.json.gz``, captured by
+``tools/capture_openapi_v3.py``); a custom resource's gets ``apiVersion``,
+``kind`` and ``metadata`` as kube-apiserver adds them (their descriptions
+taken from that capture), and its list kind. So ``kubectl explain`` reads
+the same documentation from both servers.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import gzip
 import hashlib
+import importlib.resources
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -68,8 +78,78 @@ def _operation(rtype: ResourceType, action: str, params: tuple[str, ...]) -> dic
 
 def _schema_name(rtype: ResourceType) -> str:
     r = rtype.resource
+    if rtype.builtin and (name := _published_names().get((r.group, r.version, r.kind))):
+        return name
     group = ".".join(reversed(r.group.split("."))) if r.group else "io.k8s.api.core"
     return f"{group}.{r.version}.{r.kind}"
+
+
+PUBLISHED_FILE = "kube-apiserver-1.28-openapi-v3-published.json.gz"
+
+
+@functools.cache
+def _published() -> Mapping[str, Any]:
+    package = (__package__ or "").rpartition(".")[0]  # reconcilekit.testing.apiserver
+    raw = (importlib.resources.files(package) / "data" / PUBLISHED_FILE).read_bytes()
+    schemas: Mapping[str, Any] = orjson.loads(gzip.decompress(raw))["schemas"]
+    return schemas
+
+
+@functools.cache
+def _published_names() -> Mapping[tuple[str, str, str], str]:
+    """(group, version, kind) -> the name kube-apiserver publishes the kind's schema by."""
+    return {(gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", "")): name
+            for name, schema in _published().items()
+            for gvk in schema.get("x-kubernetes-group-version-kind") or ()}
+
+
+def _refs(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            yield ref.removeprefix("#/components/schemas/")
+        for value in schema.values():
+            yield from _refs(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _refs(value)
+
+
+def _with_references(schemas: dict[str, Any]) -> dict[str, Any]:
+    """``schemas`` and every published schema they refer to, transitively."""
+    published = _published()
+    todo = [r for s in schemas.values() for r in _refs(s)]
+    while todo:
+        name = todo.pop()
+        if name not in schemas and name in published:
+            schemas[name] = published[name]
+            todo.extend(_refs(published[name]))
+    return dict(sorted(schemas.items()))
+
+
+def _custom_resource_schemas(rtype: ResourceType) -> dict[str, Any]:
+    """A custom resource's schema and its list's, as kube-apiserver publishes them."""
+    r = rtype.resource
+    standard = _published()["io.k8s.api.core.v1.ConfigMap"]["properties"]
+    listed = _published()["io.k8s.api.core.v1.ConfigMapList"]["properties"]
+    schema: dict[str, Any] = copy.deepcopy(dict(rtype.schema.schema)) if rtype.schema else {
+        "type": "object"}
+    schema["properties"] = {"apiVersion": standard["apiVersion"], "kind": standard["kind"],
+                            "metadata": standard["metadata"],
+                            **schema.get("properties", {})}
+    schema["x-kubernetes-group-version-kind"] = [{"group": r.group, "kind": r.kind,
+                                                  "version": r.version}]
+    name = _schema_name(rtype)
+    items = {"description": f"List of {r.plural}. More info: https://git.k8s.io/community/"
+                            "contributors/devel/api-conventions.md",
+             "type": "array", "items": {"$ref": f"#/components/schemas/{name}"}}
+    return {name: schema, f"{name}List": {
+        "description": f"{r.kind}List is a list of {r.kind}", "type": "object",
+        "required": ["items"],
+        "properties": {"apiVersion": listed["apiVersion"], "items": items,
+                       "kind": listed["kind"], "metadata": listed["metadata"]},
+        "x-kubernetes-group-version-kind": [{"group": r.group, "kind": f"{r.kind}List",
+                                             "version": r.version}]}}
 
 
 def v3_document(registry: Registry, gv_path: str) -> dict[str, Any] | None:
@@ -94,10 +174,12 @@ def v3_document(registry: Registry, gv_path: str) -> dict[str, Any] | None:
             "put": _operation(rtype, "put", (*_WRITE_PARAMS[:3], "pretty")),
             "patch": _operation(rtype, "patch", _WRITE_PARAMS),
             "delete": _operation(rtype, "delete", ("dryRun",))}
-        schema: dict[str, Any] = dict(rtype.schema.schema) if rtype.schema else {
-            "type": "object"}
-        schema["x-kubernetes-group-version-kind"] = [{"group": r.group, "version": r.version,
-                                                      "kind": r.kind}]
-        schemas[_schema_name(rtype)] = schema
+        if not rtype.builtin:
+            schemas.update(_custom_resource_schemas(rtype))
+        elif (published := _published().get(_schema_name(rtype))) is not None:  # by its GVK
+            schemas[_schema_name(rtype)] = published
+        else:
+            schemas[_schema_name(rtype)] = {"type": "object", "x-kubernetes-group-version-kind": [
+                {"group": r.group, "kind": r.kind, "version": r.version}]}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": _VERSION},
-            "paths": paths, "components": {"schemas": schemas}}
+            "paths": paths, "components": {"schemas": _with_references(schemas)}}

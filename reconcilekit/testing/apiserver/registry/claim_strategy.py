@@ -28,6 +28,7 @@ import copy
 import re
 from collections.abc import Iterable
 from fractions import Fraction
+from typing import ClassVar
 
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
@@ -95,19 +96,28 @@ def default_volume(obj: Obj) -> None:
         status["phase"] = "Pending"
 
 
-class PersistentVolumeStrategy(Strategy):
-    """PersistentVolumes: defaulted, protected while bound."""
+class _StorageObjectStrategy(Strategy):
+    """A volume's or a claim's: defaulted (again once created: the status a create clears
+    is defaulted as kube-apiserver reads the object back), and given its protection
+    ``finalizer`` by StorageObjectInUseProtection."""
 
-    def default(self, obj: Obj) -> None:
-        default_volume(obj)
+    finalizer: ClassVar[str]
 
     def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
-        _protect(obj, PV_PROTECTION)
+        _protect(obj, self.finalizer)
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
                            ) -> None:
-        """A created volume's status is its default one (read back defaulted)."""
         super().prepare_for_create(rtype, obj, existing)
+        self.default(obj)
+
+
+class PersistentVolumeStrategy(_StorageObjectStrategy):
+    """PersistentVolumes: defaulted, protected while bound."""
+
+    finalizer = PV_PROTECTION
+
+    def default(self, obj: Obj) -> None:
         default_volume(obj)
 
 
@@ -115,20 +125,13 @@ def _requested(spec: Obj) -> object:
     return ((spec.get("resources") or {}).get("requests") or {}).get("storage")
 
 
-class PersistentVolumeClaimStrategy(Strategy):
-    """PersistentVolumeClaims: defaulted, with a spec fixed once created."""
+class PersistentVolumeClaimStrategy(_StorageObjectStrategy):
+    """PersistentVolumeClaims: defaulted, protected while mounted, with a spec fixed once
+    created."""
+
+    finalizer = PVC_PROTECTION
 
     def default(self, obj: Obj) -> None:
-        default_claim(obj)
-
-    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
-        _protect(obj, PVC_PROTECTION)
-
-    def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
-                           ) -> None:
-        """A created claim's status is its default one (kube-apiserver defaults the
-        cleared status again as it reads the object back)."""
-        super().prepare_for_create(rtype, obj, existing)
         default_claim(obj)
 
     def immutable(self, old: Obj, new: Obj) -> list[Cause]:

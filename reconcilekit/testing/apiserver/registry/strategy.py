@@ -27,10 +27,10 @@ from ..machinery.unstructured import Obj
 from ..machinery.validation import validate_object_meta
 from ..storage.versioned_store import TableKey
 from .table_convertor import (
-    DEFAULT_TABLE,
     Cells,
     TableConvertor,
     builtin_printer,
+    default_table,
     printer_columns,
 )
 
@@ -165,7 +165,7 @@ class Strategy:
     def table_convertor(self, rtype: ResourceType) -> TableConvertor:
         """TableConvertor: the columns of the kind's Table and each object's cells (the
         kind's printer under kube-apiserver's captured columns, or Name and Created At)."""
-        return DEFAULT_TABLE if self._cells is None else builtin_printer(rtype, self._cells)
+        return default_table() if self._cells is None else builtin_printer(rtype, self._cells)
 
 
 class CustomResourceStrategy(Strategy):

@@ -4,7 +4,7 @@ kube-apiserver answers ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``
 with a ``meta.k8s.io/v1`` Table whose columns the server chose. Three
 convertors exist, as in kube-apiserver:
 
-- :data:`DEFAULT_TABLE` (``rest.NewDefaultTableConvertor``): Name and
+- :func:`default_table` (``rest.NewDefaultTableConvertor``): Name and
   Created At, for a built-in kind without a printer and for CRDs;
 - :func:`printer_columns` (apiextensions' convertor): a custom resource's
   ``additionalPrinterColumns`` (Age when it declares none), each cell the
@@ -12,7 +12,7 @@ convertors exist, as in kube-apiserver:
   :mod:`..machinery.jsonpath`);
 - :func:`builtin_printer`: a built-in kind's printer
   (``pkg/printers/internalversion``). Its column definitions are not written
-  here: they are read from ``data/kube-apiserver-1.28-table-columns.json``,
+  here: they are read from ``data/kube-apiserver-1.28-table-columns.json.gz``,
   captured from kube-apiserver by ``tools/capture_table_columns.py``. The
   kind's strategy gives the cells, one per captured column, in order.
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import gzip
 import importlib.resources
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -33,10 +34,11 @@ from typing import Any
 from ..machinery.jsonpath import PathError, find, go_text
 from ..machinery.resources import ResourceType
 
-__all__ = ["COLUMNS_FILE", "DEFAULT_TABLE", "Cells", "TableConvertor", "age",
-           "builtin_printer", "captured_columns", "human_duration", "printer_columns"]
+__all__ = ["COLUMNS_FILE", "Cells", "TableConvertor", "age",
+           "builtin_printer", "captured_columns", "default_table", "human_duration",
+           "printer_columns"]
 
-COLUMNS_FILE = "kube-apiserver-1.28-table-columns.json"
+COLUMNS_FILE = "kube-apiserver-1.28-table-columns.json.gz"
 
 Obj = Mapping[str, Any]
 # A printer: the cells of an object's row, given the server's time (epoch seconds).
@@ -98,7 +100,8 @@ class TableConvertor:
 @functools.cache
 def _captured() -> Mapping[str, tuple[Mapping[str, Any], ...]]:
     package = (__package__ or "").rpartition(".")[0]  # reconcilekit.testing.apiserver
-    data = json.loads((importlib.resources.files(package) / "data" / COLUMNS_FILE).read_text())
+    data = json.loads(gzip.decompress((importlib.resources.files(package) / "data"
+                                       / COLUMNS_FILE).read_bytes()))
     return {key: tuple(defs) for key, defs in data["columns"].items()}
 
 
@@ -107,19 +110,20 @@ def captured_columns(group: str, plural: str) -> tuple[Mapping[str, Any], ...] |
     return _captured().get(f"{plural}.{group}" if group else plural)
 
 
-_NAME_DOC, _AGE_DOC = (c["description"] for c in captured_columns("", "namespaces") or ()
-                       if c["name"] in ("Name", "Age"))
-
-
 def _default_cells(obj: Obj, now: float) -> list[Any]:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp")]
 
 
-DEFAULT_TABLE = TableConvertor((
-    {"name": "Name", "type": "string", "format": "name", "description": _NAME_DOC,
-     "priority": 0},
-    {"name": "Created At", "type": "date", "format": "", "description": _AGE_DOC,
-     "priority": 0}), _default_cells)
+@functools.cache
+def default_table() -> TableConvertor:
+    """``rest.NewDefaultTableConvertor``: Name and Created At (their descriptions as
+    kube-apiserver gives them, from the capture)."""
+    described = {c["name"]: c["description"] for c in captured_columns("", "namespaces") or ()}
+    return TableConvertor((
+        {"name": "Name", "type": "string", "format": "name", "description": described["Name"],
+         "priority": 0},
+        {"name": "Created At", "type": "date", "format": "", "description": described["Age"],
+         "priority": 0}), _default_cells)
 
 
 def builtin_printer(rtype: ResourceType, cells: Cells) -> TableConvertor:
@@ -170,12 +174,12 @@ def printer_columns(declared: Sequence[Mapping[str, Any]]) -> TableConvertor:
     (an empty sequence: the Age column kube-apiserver gives one that declares none)."""
     declared = declared or ({"name": "Age", "type": "date",
                              "jsonPath": ".metadata.creationTimestamp",
-                             "description": _AGE_DOC},)
+                             "description": default_table().columns[1]["description"]},)
     printers = [_printer_cell(c) for c in declared]
 
     def cells(obj: Obj, now: float) -> list[Any]:
         return [obj["metadata"]["name"], *(p(obj, now) for p in printers)]
-    return TableConvertor((DEFAULT_TABLE.columns[0], *(
+    return TableConvertor((default_table().columns[0], *(
         {"name": str(c.get("name", "")), "type": str(c.get("type", "string")),
          "format": str(c.get("format", "")), "description": str(c.get("description", "")),
          "priority": int(c.get("priority", 0) or 0)} for c in declared)), cells)
