@@ -20,6 +20,9 @@ answering the same requests, and nothing else:
 * the date, time and process id of kubectl's own log lines
   (``W1128 17:35:25.849001    1681 diff.go:714]``, ``W<KLOG> diff.go:714]``);
 * ``kubectl diff``'s temporary directories and the times in its headers;
+* the order of a 422's causes (kubectl's ``* field: message`` lines, sorted):
+  kube-apiserver lists a custom resource's schema errors in Go's map order,
+  which changes from run to run;
 * in tables (a header line of upper-case column names): ages such as ``5s``
   or ``2m30s`` in AGE-like columns (``<AGE>``), and the column padding, which
   follows the widest cell (columns are cut at the header's offsets and joined
@@ -80,7 +83,22 @@ def normalize(text: str, namespace: str, generate_names: Iterable[str] = ()) -> 
     text = _CLUSTER_IP.sub("<CLUSTER-IP>", text)
     for prefix in generate_names:
         text = re.sub(rf"\b{re.escape(prefix)}{_GENERATED}\b", f"{prefix}<GEN>", text)
-    return normalize_tables(text)
+    return normalize_tables(_sorted_causes(text))
+
+
+def _sorted_causes(text: str) -> str:
+    """Each run of a 422's ``* field: message`` lines in sorted order."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in [*text.split("\n"), None]:
+        if line is not None and line.startswith("* "):
+            run.append(line)
+            continue
+        out.extend(sorted(run))
+        run = []
+        if line is not None:
+            out.append(line)
+    return "\n".join(out)
 
 
 def normalize_tables(text: str) -> str:

@@ -28,10 +28,6 @@ NOT_YET_MATCHED: dict[str, Known] = {
         'in another order')),
     "job": Known(4, (
         "a Job's spec.template is mutable (kube-apiserver: field is immutable)")),
-    "widget-validation": Known(1, (
-        "a custom resource's validation errors come in another order, and the scale "
-        "subresource's check of .spec.replicas ('should be a non-negative integer') is "
-        "missing")),
     "python-workloads": Known(2, (
         "a DaemonSet's deprecated.daemonset.template.generation annotation belongs to "
         'no manager (kube-apiserver: to the creating one)')),

@@ -165,3 +165,10 @@ async def test_run_session_names_the_first_differing_step_with_a_diff(tmp_path: 
     message = str(raised.value)
     assert message.startswith("session differs, step 2 of 3: kubectl show\n")
     assert "-config kube.conf\n+config local.conf\n" in message
+
+
+def test_a_422s_causes_are_compared_in_sorted_order() -> None:
+    text = ('The Widget "w" is invalid: \n* spec.size: Unsupported value\n'
+            "* spec.replicas: Invalid value\nafter")
+    assert normalize(text, "") == ('The Widget "w" is invalid: \n* spec.replicas: Invalid '
+                                   "value\n* spec.size: Unsupported value\nafter")

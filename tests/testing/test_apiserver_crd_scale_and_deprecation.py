@@ -93,3 +93,39 @@ async def test_a_custom_resources_scale_reads_and_writes_its_crds_paths(
     assert obj.body["spec"] == {"replicas": 0}
     gone = await apiserver.request("GET", f"{path}/missing/scale")
     assert (gone.status, gone.body["message"]) == (404, f'scaleds.{GROUP} "missing" not found')
+
+
+async def test_a_custom_resources_replicas_must_be_a_non_negative_int32(
+        apiserver: Cluster) -> None:
+    """ValidateScaleSpec and ValidateScaleStatus: after the schema's own errors, the
+    replicas at the scale paths, as NestedInt64 reads them."""
+    await apiserver.install_crd(SCALED_CRD)
+    path = f"/apis/{GROUP}/v1/namespaces/{apiserver.namespace}/scaleds"
+
+    async def causes(spec: dict[str, Any]) -> list[tuple[str, str]]:
+        got = await apiserver.request("POST", f"{path}?dryRun=All", json={
+            "apiVersion": f"{GROUP}/v1", "kind": "Scaled", "metadata": {"name": "s"},
+            "spec": spec})
+        assert got.status == 422, got
+        return [(c["field"], c["message"]) for c in got.body["details"]["causes"]]
+    assert await causes({"replicas": -1}) == [
+        (".spec.replicas", "Invalid value: -1: should be a non-negative integer")]
+    assert await causes({"replicas": 2 ** 31}) == [
+        ("spec.replicas", "Invalid value: 2147483648: spec.replicas in body should be less "
+                          "than or equal to 10"),
+        (".spec.replicas", "Invalid value: 2147483648: should be less than or equal to "
+                           "2147483647")]
+    assert await causes({"replicas": "x"}) == [
+        ("spec.replicas", 'Invalid value: "string": spec.replicas in body must be of type '
+                          'integer: "string"'),
+        (".spec.replicas", "Invalid value: 0: .spec.replicas accessor error: x is of the "
+                           "type string, expected int64")]
+    made = await apiserver.request("POST", path, json={
+        "apiVersion": f"{GROUP}/v1", "kind": "Scaled", "metadata": {"name": "s"}, "spec": {}})
+    assert made.status == 201, made
+    status = await apiserver.request("PATCH", f"{path}/s/status",
+                                     json={"status": {"replicas": -2}},
+                                     content_type="application/merge-patch+json")
+    assert status.status == 422, status
+    assert [(c["field"], c["message"]) for c in status.body["details"]["causes"]] == [
+        (".status.replicas", "Invalid value: -2: should be a non-negative integer")]

@@ -157,7 +157,10 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
             field_labels=frozenset({"metadata.name", "metadata.namespace"} | selectable),
             categories=tuple(names.get("categories") or ()),
             crd_name=crd["metadata"]["name"],
-            schema=CustomResourceSchema(v["schema"]["openAPIV3Schema"]),
+            schema=CustomResourceSchema(
+                v["schema"]["openAPIV3Schema"],
+                replicas=(scale["specReplicasPath"], scale["statusReplicasPath"])
+                if isinstance(scale, Mapping) else None),
             printer_columns=tuple(c for c in v.get("additionalPrinterColumns") or ()
                                   if isinstance(c, dict)),
         ))

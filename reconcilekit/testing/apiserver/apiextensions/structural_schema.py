@@ -220,8 +220,12 @@ class CustomResourceSchema:
     rule on first use, so serving a CRD costs nothing until it is written to.
     """
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
+    def __init__(self, schema: Mapping[str, Any],
+                 replicas: tuple[str, str] | None = None) -> None:
+        """``replicas``: the scale subresource's spec and status replicas paths, whose
+        values must be non-negative int32s (none: no scale subresource)."""
         self.schema = schema
+        self.replicas = replicas
 
     # -- decoding ----------------------------------------------------------------------
 
@@ -310,10 +314,11 @@ class CustomResourceSchema:
         """Every reason the object is invalid; ``old`` (an update) enables transition rules."""
         causes = self.schema_causes(obj, self._validator, "")
         causes.extend(_list_type_causes(obj, self.schema, ""))
+        # ValidateScaleSpec, after the schema and its rules whatever they found
+        scale = replicas_causes(obj, self.replicas[0]) if self.replicas is not None else []
         if any(c.reason in _BLOCKING for c in causes):
-            return [*causes, _NOT_CHECKED] if self.rules.has_rules else causes
-        causes.extend(self.rules.evaluate(obj, old))
-        return causes
+            return [*causes, *([_NOT_CHECKED] if self.rules.has_rules else []), *scale]
+        return [*causes, *self.rules.evaluate(obj, old), *scale]
 
     def validate_status(self, obj: Obj, old: Obj | None) -> list[Cause]:
         """A ``status`` write: the status schema (paths as kube 1.28 names them, from the
@@ -324,10 +329,10 @@ class CustomResourceSchema:
             causes = self.schema_causes(obj["status"], validator, "")
             causes.extend(_list_type_causes(obj["status"], properties(self.schema)["status"],
                                             "status"))
+        scale = replicas_causes(obj, self.replicas[1]) if self.replicas is not None else []
         if any(c.reason in _BLOCKING for c in causes):
-            return [*causes, _NOT_CHECKED] if self.rules.has_rules else causes
-        causes.extend(self.rules.evaluate(obj, old))
-        return causes
+            return [*causes, *([_NOT_CHECKED] if self.rules.has_rules else []), *scale]
+        return [*causes, *self.rules.evaluate(obj, old), *scale]  # then ValidateScaleStatus
 
     @cached_property
     def _status_validator(self) -> Draft4Validator | None:
@@ -353,6 +358,34 @@ class CustomResourceSchema:
                 causes.extend(_cause(err, base))
         return causes
 
+
+
+_GO_TYPES = ((bool, "bool"), (str, "string"), (float, "float64"), (list, "[]interface {}"),
+             (dict, "map[string]interface {}"))
+
+
+def replicas_causes(obj: Obj, json_path: str) -> list[Cause]:
+    """A scale path's replicas as ``NestedInt64`` reads them: absent is fine, anything but
+    an integer is an accessor error, and the integer must fit a non-negative int32."""
+    value: Any = obj
+    fields = json_path.lstrip(".").split(".")
+    for name in fields:
+        if not isinstance(value, dict) or name not in value:
+            return []
+        value = value[name]
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            return [Cause("FieldValueInvalid", f"Invalid value: {value}: should be a "
+                          "non-negative integer", json_path)]
+        if value > 2 ** 31 - 1:
+            return [Cause("FieldValueInvalid", f"Invalid value: {value}: should be less than "
+                          f"or equal to {2 ** 31 - 1}", json_path)]
+        return []
+    go_type = next((t for python, t in _GO_TYPES if isinstance(value, python)), "<nil>")
+    return [Cause("FieldValueInvalid", f"Invalid value: 0: .{'.'.join(fields)} accessor "
+                  f"error: {value if isinstance(value, str) else go_value(value)} is of the "
+                  f"type {go_type}, expected int64",
+                  json_path)]
 
 
 def has_rules(schema: Mapping[str, Any]) -> bool:
