@@ -52,7 +52,7 @@ from .handlers.create import create
 from .handlers.delete import delete, delete_collection
 from .handlers.get import get, list_item, list_objects, selection
 from .handlers.patch import is_apply, patch
-from .handlers.reviews import review
+from .handlers.reviews import component_statuses, review
 from .handlers.scale import get_scale, patch_scale, update_scale
 from .handlers.token_request import request_token
 from .handlers.update import bind, update
@@ -63,6 +63,9 @@ from .negotiation import rendering
 from .request_body import decode_body
 
 __all__ = ["FILTERS", "Handler"]
+
+_BOUND = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+          "code": 201}
 
 # The way in of every request, outermost first (k8s.io/apiserver's DefaultBuildHandlerChain):
 # each filter answers the request or passes it on; what passes them all is dispatched to
@@ -152,8 +155,7 @@ class Handler:
                     convert=self._watch_conversion(req))
             case "create" if req.subresource == "binding":
                 bind(self.writes, req, await _body(request, req), self._manager(request))
-                return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                      "status": "Success", "code": 201}, 201)
+                return json_response(_BOUND, 201)
             case "create":
                 opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                           "CreateOptions")
@@ -196,7 +198,13 @@ class Handler:
 
     async def _answer_request(self, request: web.Request, req: ResourceRequest, verb: str,
                               who: RequestUser) -> web.Response:
-        """A review, or a ServiceAccount's TokenRequest: created, answered, never stored."""
+        """What is answered and never stored: a review, a binding, the component statuses,
+        a ServiceAccount's TokenRequest."""
+        plural = req.rtype.resource.plural
+        if plural == "componentstatuses":
+            if verb not in ("get", "list"):
+                raise StatusError.method_not_allowed()
+            return json_response(component_statuses(req.name))
         if req.subresource is None and req.name is not None:
             raise StatusError.not_found_path()
         if verb != "create":
@@ -205,6 +213,13 @@ class Handler:
         if req.subresource == "token":
             return json_response(request_token(self.writes, req, body, self._manager(request),
                                                self.settings.tokens), 201)
+        if plural == "bindings":  # the collection: the Pod the binding names
+            pods = self.registry.lookup("", "v1", "pods")
+            assert pods is not None
+            name = str((body.get("metadata") or {}).get("name") or "")
+            bind(self.writes, ResourceRequest(pods, req.namespace, name, "binding"), body,
+                 self._manager(request))
+            return json_response(_BOUND, 201)
         opts = WriteOptions.parse(request.query, request.query.getall("dryRun", []),
                                   "CreateOptions")
         answer = review(self.writes, req, body, who, self._manager(request), opts,

@@ -30,22 +30,21 @@ from typing import Any
 from ...._foundations.objects import Resource
 from .resources import COMMON_FIELDS, ResourceType
 
-__all__ = ["DATA_FILE", "GENERATION", "LEFT_OUT", "REVIEWS", "BuiltinAPI", "builtin_api"]
+__all__ = ["DATA_FILE", "GENERATION", "LEFT_OUT", "NOT_STORED", "BuiltinAPI", "builtin_api"]
 
 DATA_FILE = "kube-apiserver-1.28-discovery.json"
 
-# Served by kube-apiserver but not here (docs/testing.md says why): component
-# statuses (probes of etcd, scheduler and controller manager), and the streaming and
+# Served by kube-apiserver but not here (docs/testing.md says why): the streaming and
 # proxying subresources (nothing runs a Pod or a Service here).
 LEFT_OUT: frozenset[tuple[str, str]] = frozenset({
-    ("", "bindings"), ("", "componentstatuses"),
     ("", "pods/attach"), ("", "pods/exec"), ("", "pods/log"), ("", "pods/portforward"),
-    ("", "pods/proxy"), ("", "pods/eviction"), ("", "pods/ephemeralcontainers"),
-    ("", "nodes/proxy"), ("", "services/proxy"),
+    ("", "pods/proxy"), ("", "pods/eviction"), ("", "nodes/proxy"), ("", "services/proxy"),
     ("certificates.k8s.io", "certificatesigningrequests/approval"),
 })
-# Reviews: created, answered from the request (..endpoints.handlers.reviews), never stored
-REVIEWS = frozenset({
+# Answered from the request and the server's state, never stored: the reviews
+# (..endpoints.handlers.reviews), bindings and component statuses
+NOT_STORED = frozenset({
+    ("", "bindings"), ("", "componentstatuses"),
     ("authentication.k8s.io", "selfsubjectreviews"), ("authentication.k8s.io", "tokenreviews"),
     ("authorization.k8s.io", "localsubjectaccessreviews"),
     ("authorization.k8s.io", "selfsubjectaccessreviews"),
@@ -126,7 +125,7 @@ def _types(gv: str, entries: list[dict[str, Any]]) -> list[ResourceType]:
             status_subresource="status" in names, scale_subresource="scale" in names,
             generation=key in GENERATION, unconditional_update=key not in _CONDITIONAL_UPDATE,
             field_labels=COMMON_FIELDS | _FIELD_LABELS.get(key, frozenset()),
-            categories=tuple(entry.get("categories", ())), stored=key not in REVIEWS,
+            categories=tuple(entry.get("categories", ())), stored=key not in NOT_STORED,
             discovery=(entry, *subs)))
     return out
 

@@ -35,6 +35,7 @@ from .core_printers import event_cells
 from .core_validation import (
     immutable_when_set,
     validate_configmap,
+    validate_ephemeral_containers_update,
     validate_lease,
     validate_pod_spec,
     validate_pod_update,
@@ -133,6 +134,9 @@ class PodStrategy(Strategy):
 
     def immutable(self, old: Obj, new: Obj) -> list[Cause]:
         return validate_pod_update(old.get("spec") or {}, new.get("spec") or {})
+
+    def validate_ephemeral_containers(self, obj: Obj, old: Obj) -> list[Cause]:
+        return validate_ephemeral_containers_update(old, obj)
 
     def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
         """A Pod bound to a node waits for its kubelet: the requested period, else

@@ -109,7 +109,7 @@ def validate_pod_spec(spec: Any) -> list[Cause]:
     if not containers:
         causes.append(Cause("FieldValueRequired", "Required value", "spec.containers"))
     seen: set[str] = set()
-    for bag in ("initContainers", "containers"):
+    for bag in ("initContainers", "containers", "ephemeralContainers"):
         for i, container in enumerate(spec.get(bag) or []):
             path = f"spec.{bag}[{i}]"
             container = container if isinstance(container, Mapping) else {}
@@ -125,6 +125,23 @@ def validate_pod_spec(spec: Any) -> list[Cause]:
             if not container.get("image"):
                 causes.append(Cause("FieldValueRequired", "Required value", f"{path}.image"))
     return causes
+
+
+def validate_ephemeral_containers_update(old: Obj, new: Obj) -> list[Cause]:
+    """ValidatePodEphemeralContainersUpdate: ephemeral containers are only added (the
+    rest of the spec has been kept by the subresource); each new one is a container."""
+    before = {c.get("name"): c for c in (old.get("spec") or {}).get("ephemeralContainers")
+              or () if isinstance(c, Mapping)}
+    after = {c.get("name"): c for c in (new.get("spec") or {}).get("ephemeralContainers")
+             or () if isinstance(c, Mapping)}
+    for name, container in before.items():
+        if name not in after:
+            return [Cause("FieldValueForbidden", f'Forbidden: existing ephemeral containers '
+                          f'"{name}" may not be removed\n', "spec.ephemeralContainers")]
+        if after[name] != container:
+            return [Cause("FieldValueForbidden", f'Forbidden: existing ephemeral containers '
+                          f'"{name}" may not be changed\n', "spec.ephemeralContainers")]
+    return validate_pod_spec(new.get("spec"))
 
 
 def validate_pod_update(old: Obj, new: Obj) -> list[Cause]:

@@ -135,6 +135,15 @@ class RegistryStore:
                     raise StatusError.invalid(rtype.qualified_kind(), new["metadata"]["name"],
                                               causes, rtype.resource.group)
             return check_status
+        if subresource == "ephemeralcontainers":
+            strategy = self.storage.strategies.of(rtype)
+
+            def check_ephemeral(old: Obj, new: Obj) -> None:
+                causes = strategy.validate_ephemeral_containers(new, old)
+                if causes:
+                    raise StatusError.invalid(rtype.qualified_kind(), new["metadata"]["name"],
+                                              causes)
+            return check_ephemeral
         if subresource and not (subresource == "scale" and schema is not None):
             return None
         return lambda old, new: self.validate(rtype, new, namespace, old)

@@ -137,6 +137,10 @@ class Strategy:
         """The rules of a ``status`` subresource write of a built-in kind (metadata aside)."""
         return []
 
+    def validate_ephemeral_containers(self, obj: Obj, old: Obj) -> list[Cause]:
+        """The rules of an ``ephemeralcontainers`` subresource write (Pods')."""
+        return []
+
     def validate_finalize(self, obj: Obj) -> list[Cause]:
         """The rules of a ``finalize`` subresource write (the kinds that have one)."""
         return []

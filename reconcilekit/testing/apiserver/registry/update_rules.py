@@ -23,7 +23,8 @@ def merge_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | Non
     """``rest.BeforeUpdate``: what an update may not change is taken from ``old``.
 
     A ``status`` write changes only status, a namespace's ``finalize`` only
-    ``spec.finalizers``; with a status subresource a write
+    ``spec.finalizers``, a Pod's ``ephemeralcontainers`` only
+    ``spec.ephemeralContainers``; with a status subresource a write
     to the main resource leaves status alone (a Pod binding writes both).
     """
     if subresource == "finalize":  # namespaces/finalize: spec.finalizers only
@@ -34,6 +35,15 @@ def merge_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | Non
             spec["finalizers"] = finalizers
         else:
             spec.pop("finalizers", None)
+        return result
+    if subresource == "ephemeralcontainers":  # a Pod's: spec.ephemeralContainers only
+        result = copy.deepcopy(old)
+        added = (new.get("spec") or {}).get("ephemeralContainers")
+        spec = result.setdefault("spec", {})
+        if added:
+            spec["ephemeralContainers"] = added
+        else:
+            spec.pop("ephemeralContainers", None)
         return result
     if subresource == "status":
         result = copy.deepcopy(old)

@@ -30,7 +30,7 @@ from ...machinery.unstructured import Obj, timestamp
 from .write_options import WriteOptions
 from .write_path import WritePath
 
-__all__ = ["API_AUDIENCE", "review"]
+__all__ = ["API_AUDIENCE", "component_statuses", "review"]
 
 API_AUDIENCE = "https://kubernetes.default.svc"
 
@@ -95,3 +95,30 @@ def _token_status(review: Obj, tokens: TokenAuthenticator, now: float,
                                      f"{wanted}]"}
     return {"authenticated": True, "user": user.review(),
             "audiences": [a for a in wanted if a in good_for] or good_for}
+
+
+# kube-apiserver probes the scheduler's and kube-controller-manager's health ports and
+# etcd; in-process there is no scheduler nor controller manager to answer, and the
+# storage is always up: what kube-apiserver answers with neither running
+_COMPONENTS = (("scheduler", 10259), ("controller-manager", 10257))
+
+
+def component_statuses(name: str | None) -> dict[str, Any]:
+    """``GET componentstatuses[/NAME]`` (deprecated), as kube-apiserver answers it with no
+    scheduler or controller manager running (404 for another name)."""
+    items: list[dict[str, Any]] = [
+        {"metadata": {"name": component, "creationTimestamp": None}, "conditions": [{
+            "type": "Healthy", "status": "False",
+            "message": f'Get "https://127.0.0.1:{port}/healthz": dial tcp '
+                       f"127.0.0.1:{port}: connect: connection refused"}]}
+        for component, port in _COMPONENTS]
+    items.append({"metadata": {"name": "etcd-0", "creationTimestamp": None},
+                  "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]})
+    if name is None:
+        return {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {},
+                "items": items}
+    for item in items:
+        if item["metadata"]["name"] == name:
+            return {"kind": "ComponentStatus", "apiVersion": "v1", **item}
+    raise StatusError(404, "NotFound", f'Component not found: {name}',
+                      {"name": name, "kind": "componentstatuses"})
