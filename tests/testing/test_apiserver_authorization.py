@@ -236,6 +236,11 @@ async def test_impersonation_needs_the_right_to_impersonate(apiserver: Cluster) 
     assert who.status == 201, who
     assert who.body["status"]["userInfo"] == {"username": "bob",
                                               "groups": ["devs", "system:authenticated"]}
+    path = f"/api/v1/namespaces/{apiserver.namespace}/configmaps"
+    groups_alone = await apiserver.request("GET", path, headers={"Impersonate-Group": "devs"})
+    assert groups_alone.status == 500, groups_alone
+    assert groups_alone.body == (f'Internal Server Error: "{path}": requested '
+                                 "[{Group  devs    }] without impersonating a user\n")
 
 
 async def test_subject_and_rules_reviews(apiserver: Cluster) -> None:

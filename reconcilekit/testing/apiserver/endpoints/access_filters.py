@@ -75,6 +75,11 @@ def forbidden(attrs: AuthorizerAttributes, reason: str = "") -> StatusError:
     return replace(err, message=f"{err.message}: {reason}") if reason else err
 
 
+def _reference(kind: str, name: str, api_version: str = "", field_path: str = "") -> str:
+    """Go's ``%v`` of the v1.ObjectReference an impersonation header asks for."""
+    return f"{{{kind}  {name}  {api_version}  {field_path}}}"
+
+
 def _acting_as(requester: RequestUser, verb_target: tuple[str, str, str, str, str]
                ) -> AuthorizerAttributes:
     group, resource, subresource, namespace, name = verb_target
@@ -92,10 +97,14 @@ async def impersonate(ctx: ServerContext, request: web.Request, scope: Scope,
     extras = [(k[len(_EXTRA):].lower(), v) for k, v in headers.items()
               if k.lower().startswith(_EXTRA)]
     if not username:
-        if groups or uid or extras:
-            raise StatusError.internal(f'Internal Server Error: "{request.path}": requested '
-                                       "impersonation of groups, a uid or extras without "
-                                       "impersonating a user")
+        if groups or uid or extras:  # kube-apiserver's responsewriters.InternalError
+            asked = [_reference("Group", g) for g in groups] + [
+                _reference("UserExtra", v, "authentication.k8s.io/v1", k) for k, v in extras]
+            if uid:
+                asked.append(_reference("UID", uid, "authentication.k8s.io/v1"))
+            return web.Response(status=500, content_type="text/plain", text=(
+                f'Internal Server Error: "{request.path}": requested [{" ".join(asked)}] '
+                "without impersonating a user\n"))
         return await next_(request, scope)
     targets: list[tuple[str, str, str, str, str]] = []
     user_groups: list[str] = list(groups)
