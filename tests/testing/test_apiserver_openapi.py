@@ -71,3 +71,23 @@ async def test_openapi_v3_documents_each_kind_as_kube_apiserver_publishes_it(
             "$ref": "#/components/schemas/dev.reconcilekit.test.v1.Probe"}
     assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in document["components"][
         "schemas"]
+
+
+async def test_openapi_v2_as_json_has_every_kinds_definition(apiserver: Cluster) -> None:
+    got = await apiserver.request("GET", "/openapi/v2", headers={"Accept": "application/json"})
+    assert got.status == 200, got
+    assert got.body["swagger"] == "2.0"
+    definitions = got.body["definitions"]
+    deployment = definitions["io.k8s.api.apps.v1.Deployment"]
+    assert deployment["properties"]["spec"] == {
+        "description": "Specification of the desired behavior of the Deployment.",
+        "$ref": "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"}
+    assert definitions["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] == {
+        "description": "IntOrString is a type that can hold an int32 or a string.  When used "
+                       "in JSON or YAML marshalling and unmarshalling, it produces or "
+                       "consumes the inner type.  This allows you to have, for example, a "
+                       "JSON field that can accept a name or number.",
+        "type": "string", "format": "int-or-string"}
+    port = definitions["io.k8s.api.core.v1.ContainerPort"]["properties"]["protocol"]
+    assert "default" not in port and port["type"] == "string"
+    assert len(definitions) >= 491

@@ -202,7 +202,7 @@ async def serve_openapi_v2(ctx: ServerContext, request: web.Request, scope: Scop
         return await next_(request, scope)
     if "protobuf" in request.headers.get("Accept", ""):
         return web.Response(body=b"", content_type=V2_PROTOBUF)
-    return json_response(v2_document())
+    return json_response(v2_document(ctx.registry))
 
 
 def _discovery(ctx: ServerContext, parts: list[str]) -> dict[str, Any] | None:

@@ -1,9 +1,11 @@
 """``/openapi/v2`` and ``/openapi/v3``: the OpenAPI documents clients read before they write.
 
-kubectl 1.28 (``create``, ``apply``, ``replace``) fetches ``/openapi/v2`` to
-validate what it sends and refuses to write without it. The v2 document
-served has no definitions, so kubectl skips its client-side checks and the
-server validates (custom resources against their schema). ``/openapi/v3``
+kubectl 1.28 (``create``, ``apply``, ``replace``) fetches ``/openapi/v2`` as
+protobuf to validate what it sends and refuses to write without it. The
+protobuf document served is empty, so kubectl skips its client-side checks
+and the server validates (custom resources against their schema). As JSON,
+``/openapi/v2`` has every kind's definition, derived from the same published
+v3 schemas as kube-apiserver derives its own (the same 491 definitions). ``/openapi/v3``
 (kubectl 1.29 and later, and ``kubectl explain``) is the root index of
 group-versions and, per group-version, a document with every resource's
 paths, their ``x-kubernetes-group-version-kind``, the write parameters
@@ -37,11 +39,52 @@ _VERSION = "v1.28.7"
 V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"  # as sent
 
 
-def v2_document() -> dict[str, Any]:
-    """``GET /openapi/v2``: a Swagger 2.0 document without definitions (an empty protobuf
-    Document for clients asking for protobuf, as kubectl does)."""
+def v2_document(registry: Registry) -> dict[str, Any]:
+    """``GET /openapi/v2`` as JSON: a Swagger 2.0 document with every kind's definition
+    (the protobuf document clients such as kubectl ask for is empty: they leave
+    validation to the server). Paths are not listed."""
+    definitions = dict(_builtin_v2_definitions())
+    for rtype in registry:
+        if not rtype.builtin:
+            definitions.update({name: _v2_schema(schema) for name, schema
+                                in _custom_resource_schemas(rtype).items()})
     return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": _VERSION},
-            "paths": {}, "definitions": {}}
+            "paths": {}, "definitions": dict(sorted(definitions.items()))}
+
+
+def _v2_schema(schema: Any) -> Any:
+    """An OpenAPI v3 schema as kube-apiserver's v2 document shows it: references to
+    ``#/definitions/``, a lone ``allOf`` reference as the reference itself, no
+    ``nullable`` or ``default``, a ``oneOf`` of types (IntOrString, Quantity) as a
+    string."""
+    if isinstance(schema, list):
+        return [_v2_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("nullable", "default"):
+            continue
+        if key == "$ref" and isinstance(value, str):
+            out[key] = value.replace("#/components/schemas/", "#/definitions/")
+        elif key == "properties" and isinstance(value, dict):  # names, not keywords
+            out[key] = {name: _v2_schema(sub) for name, sub in value.items()}
+        elif key == "oneOf":
+            out["type"] = "string"
+        else:
+            out[key] = _v2_schema(value)
+    all_of = out.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1 and set(all_of[0]) == {"$ref"}:
+        del out["allOf"]
+        out["$ref"] = all_of[0]["$ref"]
+    return out
+
+
+@functools.cache
+def _builtin_v2_definitions() -> Mapping[str, Any]:
+    return {name: _v2_schema(schema) for name, schema in _published().items()}
+
+
 _WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")
 
 
