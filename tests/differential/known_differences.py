@@ -28,7 +28,7 @@ NOT_YET_MATCHED: dict[str, Known] = {
         'in another order')),
     "job": Known(4, (
         "a Job's spec.template is mutable (kube-apiserver: field is immutable)")),
-    "python-workloads": Known(2, (
-        "a DaemonSet's deprecated.daemonset.template.generation annotation belongs to "
-        'no manager (kube-apiserver: to the creating one)')),
+    "python-workloads": Known(6, (
+        "a StatefulSet's status as kube-controller-manager's statefulset controller writes"
+        " it (replicas, revisions, observedGeneration): no controllers run in-process")),
 }

@@ -342,3 +342,28 @@ async def test_a_statefulset_spec_changes_only_where_kube_apiserver_lets_it(
         content_type="application/merge-patch+json")
     assert allowed.status == 200, allowed
     assert allowed.body["spec"]["updateStrategy"] == {"type": "OnDelete"}
+
+
+async def test_a_daemonset_s_template_generation_is_its_creator_s_and_kept(
+        apiserver: Cluster) -> None:
+    path = f"/apis/apps/v1/namespaces/{apiserver.namespace}/daemonsets"
+    made = await apiserver.request("POST", f"{path}?fieldManager=creator", json={
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": _selected("agent")})
+    assert made.status == 201, made
+    key = "deprecated.daemonset.template.generation"
+    assert made.body["metadata"]["annotations"] == {key: "1"}
+    owned = made.body["metadata"]["managedFields"][0]
+    assert owned["manager"] == "creator"
+    assert owned["fieldsV1"]["f:metadata"] == {"f:annotations": {".": {}, f"f:{key}": {}}}
+    dropped = await apiserver.request(
+        "PATCH", f"{path}/agent", json={"metadata": {"annotations": {key: None}}},
+        content_type="application/merge-patch+json")
+    assert dropped.status == 200, dropped
+    assert dropped.body["metadata"]["annotations"] == {key: "1"}  # the stored one, back
+    changed = await apiserver.request(
+        "PATCH", f"{path}/agent", json={"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "busybox"}]}}}},
+        content_type="application/merge-patch+json")
+    assert changed.status == 200, changed
+    assert changed.body["metadata"]["annotations"] == {key: "2"}

@@ -239,11 +239,25 @@ class DaemonSetStrategy(WorkloadStrategy):
         annotations = obj["metadata"].setdefault("annotations", {})
         annotations[_TEMPLATE_GENERATION] = "1"
 
+    def check_encoding(self, obj: Obj) -> None:
+        """The annotation is apps/v1's form of the internal ``spec.templateGeneration``,
+        which a body decodes to 1 without it: the creator writes it (its field manager
+        owns it); an update's stored generation is put back by :meth:`prepare_for_update`."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            annotations = meta.get("annotations")
+            if not isinstance(annotations, dict):
+                annotations = meta["annotations"] = {}
+            annotations.setdefault(_TEMPLATE_GENERATION, "1")
+
     def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
+        annotations = new["metadata"].setdefault("annotations", {})
         if _spec(old).get("template") != _spec(new).get("template"):
             generation = int(str(old["metadata"].get("generation", 1))) + 1
-            annotations = new["metadata"].setdefault("annotations", {})
             annotations[_TEMPLATE_GENERATION] = str(generation)
+        elif (kept := (old["metadata"].get("annotations") or {}).get(
+                _TEMPLATE_GENERATION)) is not None:
+            annotations[_TEMPLATE_GENERATION] = kept
 
 
 class ReplicationControllerStrategy(WorkloadStrategy):
