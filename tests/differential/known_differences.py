@@ -27,7 +27,8 @@ NOT_YET_MATCHED: dict[str, Known] = {
         'entry is missing (no controllers run in-process) and the appliers are listed '
         'in another order')),
     "job": Known(4, (
-        "a Job's spec.template is mutable (kube-apiserver: field is immutable)")),
+        "a Job's template change is refused naming core.PodTemplateSpec{...}, where "
+        "kube-apiserver prints Go's %#v of the whole internal PodTemplateSpec")),
     "python-workloads": Known(6, (
         "a StatefulSet's status as kube-controller-manager's statefulset controller writes"
         " it (replicas, revisions, observedGeneration): no controllers run in-process")),

@@ -367,3 +367,37 @@ async def test_a_daemonset_s_template_generation_is_its_creator_s_and_kept(
         content_type="application/merge-patch+json")
     assert changed.status == 200, changed
     assert changed.body["metadata"]["annotations"] == {key: "2"}
+
+
+async def test_a_job_s_template_and_completions_are_fixed(apiserver: Cluster) -> None:
+    path = f"/apis/batch/v1/namespaces/{apiserver.namespace}/jobs"
+    pod = {"containers": [CONTAINER], "restartPolicy": "Never"}
+    for name, suspend in (("running", False), ("waiting", True)):
+        made = await apiserver.request("POST", path, json={
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"suspend": suspend, "template": {"spec": pod}}})
+        assert made.status == 201, made
+
+    async def patched(name: str, spec: dict[str, Any]) -> Any:
+        return await apiserver.request("PATCH", f"{path}/{name}", json={"spec": spec},
+                                       content_type="application/merge-patch+json")
+    image = {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    scheduling = {"template": {"metadata": {"labels": {"x": "y"}},
+                               "spec": {"nodeSelector": {"disk": "ssd"}}}}
+    for name, spec in (("running", image), ("running", scheduling), ("waiting", image)):
+        refused = await patched(name, spec)
+        assert refused.status == 422, refused
+        cause = refused.body["details"]["causes"][0]
+        assert cause["field"] == "spec.template"
+        assert cause["message"].startswith("Invalid value: core.PodTemplateSpec{")
+        assert cause["message"].endswith("}: field is immutable")
+    allowed = await patched("waiting", scheduling)  # suspended, never started
+    assert allowed.status == 200, allowed
+    completions = await patched("running", {"completions": 2})
+    assert completions.status == 422, completions
+    assert completions.body["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "message": "Invalid value: 2: field is immutable",
+        "field": "spec.completions"}]
+    others = await patched("running", {"backoffLimit": 3, "parallelism": 2,
+                                       "activeDeadlineSeconds": 100})
+    assert others.status == 200, others

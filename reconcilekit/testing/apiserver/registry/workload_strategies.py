@@ -274,7 +274,29 @@ class ReplicationControllerStrategy(WorkloadStrategy):
 
 class JobStrategy(WorkloadStrategy):
     """A Job's selector is made from its uid when created; its template restarts
-    ``OnFailure`` or ``Never``."""
+    ``OnFailure`` or ``Never``. Its template is fixed once created, but for the
+    scheduling directives of a suspended Job that never started (labels,
+    annotations, node selector, tolerations, affinity, scheduling gates); its
+    completions too, but for an Indexed Job whose completions follow its
+    parallelism (elastic)."""
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        before, after = _spec(old), _spec(new)
+        causes: list[Cause] = []
+        if before.get("template") != after.get("template") and not (
+                before.get("suspend") is True and not (old.get("status") or {}).get(
+                    "startTime") and _scheduling_only(before.get("template"),
+                                                      after.get("template"))):
+            # kube-apiserver shows Go's %#v of the whole internal PodTemplateSpec here
+            causes.append(Cause("FieldValueInvalid", "Invalid value: core.PodTemplateSpec{...}"
+                                ": field is immutable", "spec.template"))
+        completions = after.get("completions")
+        elastic = (after.get("completionMode") == "Indexed"
+                   and before.get("completions") == before.get("parallelism")
+                   and completions == after.get("parallelism"))
+        if completions != before.get("completions") and not elastic:
+            causes.append(invalid("spec.completions", completions, "field is immutable"))
+        return causes
 
     def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
         return validate_job_status(obj, old)
@@ -325,6 +347,23 @@ class CronJobStrategy(WorkloadStrategy):
         if isinstance(zone, str) and (problem := time_zone_error(zone)) is not None:
             causes.append(invalid("spec.timeZone", zone, problem))
         return causes
+
+
+_SCHEDULING = {"metadata": ("labels", "annotations"),
+               "spec": ("nodeSelector", "tolerations", "affinity", "schedulingGates")}
+
+
+def _scheduling_only(old: Any, new: Any) -> bool:
+    """Whether two pod templates differ at most in their scheduling directives."""
+    def rest(template: Any) -> Any:
+        template = copy.deepcopy(template) if isinstance(template, dict) else {}
+        for part, keys in _SCHEDULING.items():
+            section = template.get(part)
+            if isinstance(section, dict):
+                for key in keys:
+                    section.pop(key, None)
+        return template
+    return bool(rest(old) == rest(new))
 
 
 def _rolling_update(spec: Obj) -> Obj:
