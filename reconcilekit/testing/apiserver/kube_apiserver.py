@@ -61,7 +61,10 @@ class APIServer:
     the CRD's conversion webhook), admission webhooks (Validating- and
     MutatingWebhookConfigurations, called over HTTPS as kube-apiserver calls
     them), namespaces, background garbage collection, bearer-token
-    authentication, sharded list and watch (KEP-5866's ``shardSelector``, as
+    authentication (the server's ``token`` and each of ``users``, token to
+    user name, are administrators in ``system:masters``, as the test control
+    plane's users are; ServiceAccount tokens come from TokenRequests), RBAC
+    authorization and impersonation, sharded list and watch (KEP-5866's ``shardSelector``, as
     v1.36 serves it with its ``ShardedListAndWatch`` feature gate on; off with
     ``sharded_list_watch=False``, when the parameter is ignored as a server
     before v1.36 ignores it).
