@@ -64,13 +64,13 @@ class Lifecycle:
             self.crds.serve(obj)
         elif _is(table.rtype, "", "namespaces"):
             self.namespaces.populate(obj["metadata"]["name"])
-        elif self.aggregator.concerns(table):
+        elif _is(table.rtype, "rbac.authorization.k8s.io", "clusterroles"):
             self.aggregator.changed(obj, old)
 
     def _removed(self, table: Table, obj: dict[str, Any]) -> None:
         self.garbage_collector.removed(obj)
         self.volumes.changed(table, obj)
-        if self.aggregator.concerns(table):
+        if _is(table.rtype, "rbac.authorization.k8s.io", "clusterroles"):
             self.aggregator.changed(obj)
         if _is(table.rtype, "apiextensions.k8s.io", "customresourcedefinitions"):
             self.crds.removed(obj)

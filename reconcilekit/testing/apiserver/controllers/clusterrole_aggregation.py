@@ -17,7 +17,6 @@ from typing import Any
 from ...._foundations.selectors import LabelSelector, SelectorError
 from ..machinery.resources import Registry, ResourceType
 from ..registry.generic_store import Storage
-from ..storage.versioned_store import Table
 
 __all__ = ["ClusterRoleAggregator", "MANAGER"]
 
@@ -33,10 +32,6 @@ class ClusterRoleAggregator:
         rtype = registry.lookup(_GROUP, "v1", "clusterroles")
         assert rtype is not None
         self._rtype: ResourceType = rtype
-
-    def concerns(self, table: Table) -> bool:
-        r = table.rtype.resource
-        return (r.group, r.plural) == (_GROUP, "clusterroles")
 
     def changed(self, role: dict[str, Any], old: dict[str, Any] | None = None) -> None:
         """After ``role`` was written (``old``: before) or removed: bring in line the
