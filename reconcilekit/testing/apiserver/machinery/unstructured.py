@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-__all__ = ["Obj", "json_type", "timestamp"]
+__all__ = ["Obj", "epoch_seconds", "json_type", "timestamp"]
 
 Obj = dict[str, Any]
 
@@ -31,3 +31,8 @@ def timestamp(seconds: float) -> str:
     """RFC 3339 in seconds, as metav1.Time serializes."""
     return datetime.datetime.fromtimestamp(int(seconds), datetime.UTC).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
+
+
+def epoch_seconds(stamp: str) -> float:
+    """An RFC 3339 timestamp (what :func:`timestamp` writes) as seconds since the epoch."""
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

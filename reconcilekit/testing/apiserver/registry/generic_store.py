@@ -32,7 +32,6 @@ behaviour a bare API server cluster still shows lives in :mod:`..controllers.bui
 from __future__ import annotations
 
 import copy
-import datetime
 import secrets
 import uuid
 from collections.abc import Callable
@@ -41,7 +40,7 @@ from typing import Any, TypeAlias
 from ...._foundations.go_compat import go_quote
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause, StatusError
-from ..machinery.unstructured import timestamp
+from ..machinery.unstructured import epoch_seconds, timestamp
 from ..machinery.validation import path_segment_problems
 from ..patching.field_ownership import FieldOwnership
 from ..storage.versioned_store import ObjKey, Table, TableKey, VersionedStore
@@ -69,11 +68,6 @@ IndexObserver: TypeAlias = Callable[[Table, ObjKey, dict[str, Any] | None,
 
 class Superseded(Exception):
     """The stored object changed since an update was prepared from it."""
-
-
-def _seconds(stamp: str) -> float:
-    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
-        tzinfo=datetime.UTC).timestamp()
 
 
 class Storage(VersionedStore):
@@ -393,7 +387,7 @@ class Storage(VersionedStore):
                                               or shorter >= pending)):
                 return old, False  # waiting on finalizers or a grace period: nothing changes
             if pending:  # only a shorter grace period may be given (rest.BeforeDelete)
-                when = _seconds(meta["deletionTimestamp"]) - pending + shorter
+                when = epoch_seconds(meta["deletionTimestamp"]) - pending + shorter
                 return self._mark_deleting(table, old, when, shorter, held, dry_run)
             return self._remove_now(table, old, None, dry_run), True
         period = strategy.graceful_period(old, grace_period)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..machinery.unstructured import epoch_seconds
 from .printing import (
     container_cells,
-    epoch_seconds,
     format_label_selector,
     format_labels,
     list_with_more,

@@ -5,24 +5,18 @@ entries and ``+ N more...``, and a load balancer's addresses.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...._foundations.selectors import LabelSelector, SelectorError
 
-__all__ = ["container_cells", "epoch_seconds", "format_label_selector", "format_labels",
+__all__ = ["container_cells", "format_label_selector", "format_labels",
            "list_with_more", "load_balancer_addresses", "or_none"]
 
 
 def or_none(value: Any) -> Any:
     """``<none>`` for an empty value."""
     return value if value else "<none>"
-
-
-def epoch_seconds(timestamp: str) -> float:
-    """An RFC 3339 timestamp as seconds since the epoch."""
-    return datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def format_labels(labels: Mapping[str, str] | None) -> str:
@@ -55,10 +49,9 @@ def list_with_more(items: Sequence[str], most: int = 3) -> str:
     return shown or "<unset>"
 
 
-def load_balancer_addresses(status: Mapping[str, Any], wide: bool = True) -> str:
+def load_balancer_addresses(status: Mapping[str, Any]) -> str:
     """``loadBalancerStatusStringer``: each ingress point's IP (or hostname), sorted,
-    without repeats (the server prints wide: never clipped)."""
+    without repeats, never clipped (the server prints wide)."""
     found = {str(i.get("ip") or i.get("hostname")) for i in status.get("ingress") or ()
              if i.get("ip") or i.get("hostname")}
-    shown = ",".join(sorted(found))
-    return shown if wide or len(shown) <= 16 else shown[:13] + "..."
+    return ",".join(sorted(found))

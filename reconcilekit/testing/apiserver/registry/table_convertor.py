@@ -33,6 +33,7 @@ from typing import Any
 
 from ..machinery.jsonpath import PathError, find, go_text
 from ..machinery.resources import ResourceType
+from ..machinery.unstructured import epoch_seconds
 
 __all__ = ["COLUMNS_FILE", "Cells", "TableConvertor", "age",
            "builtin_printer", "captured_columns", "default_table", "human_duration",
@@ -79,8 +80,7 @@ def age(timestamp: Any, now: float) -> str:
     ``<unknown>`` for none."""
     if not isinstance(timestamp, str) or not timestamp:
         return "<unknown>"
-    when = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-    return human_duration(now - when)
+    return human_duration(now - epoch_seconds(timestamp))
 
 
 @dataclass(frozen=True, slots=True)
