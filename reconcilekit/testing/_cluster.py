@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -256,7 +256,8 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
                        configuration: Any = None, test: str = "",
                        reaper: NamespaceSink | None = None,
                        delete_at_end: Callable[[str], None] | None = None,
-                       timing: RemovalTiming | None = None) -> AsyncIterator[Cluster]:
+                       timing: RemovalTiming | None = None,
+                       controllers: Iterable[str] = ("*",)) -> AsyncIterator[Cluster]:
     """The in-process server, or a real API server in a fresh namespace of the test's own.
 
     A real server is named by ``kubeconfig`` (a path) or by a kubernetes-asyncio
@@ -277,9 +278,11 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
     :meth:`RemovalTiming.from_env`). Paths given to
     :meth:`Cluster.delete_at_end` go to ``delete_at_end`` (the session's) or
     are deleted at the end of the block, once the namespace is gone.
+    ``controllers`` chooses the in-process server's controllers (see
+    :class:`APIServer`); a real cluster runs its own.
     """
     if kubeconfig is None and configuration is None:
-        async with APIServer() as server:
+        async with APIServer(controllers=controllers) as server:
             cluster = Cluster(server.configuration(), server=server)
             try:
                 yield cluster

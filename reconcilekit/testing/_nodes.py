@@ -9,7 +9,10 @@ plays what a scheduler and a kubelet would, over the API like them:
    scheduler does) to the least loaded of ``nodes`` simulated node names;
 2. a bound Pod that is not Running gets the status a kubelet reports:
    phase Running, Ready and ContainersReady conditions, a start time and a
-   Pod IP (stable per Pod name);
+   Pod IP (stable per Pod name); a Pod the ``ready`` predicate refuses is
+   Running but not Ready (its containers started, not ready), and becomes
+   Ready, or unready again, when the predicate changes its mind and
+   :meth:`NodeSimulator.refresh` is called;
 3. a bound Pod being deleted (``deletionTimestamp`` set) is deleted for good
    with a grace period of 0 and its UID as precondition, as the kubelet does
    once the containers stopped.
@@ -29,6 +32,7 @@ import contextlib
 import logging
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -53,8 +57,8 @@ logger = logging.getLogger("reconcilekit.testing.nodes")
 Obj = dict[str, Any]
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _pod_ip(name: str) -> str:
@@ -70,12 +74,15 @@ class NodeSimulator:
     (``sim-node-0`` ...); ``workers`` Pods are handled at once;
     ``relist_period`` (seconds) lists the Pods again that often, so that a
     Pod whose watch event was lost (fault injection drops events) is still
-    handled; ``clock`` times the relists (a :class:`FakeClock` in tests).
+    handled; ``clock`` times the relists and the status's timestamps (a
+    :class:`FakeClock` in tests, the API server's own in-process);
+    ``ready(pod)`` says whether a running Pod is Ready (by default all are).
     """
 
     def __init__(self, client: Client, *, nodes: int = 3, namespace: str | None = None,
                  node_prefix: str = "sim-node-", workers: int = 4,
-                 relist_period: float | None = None, clock: Clock | None = None) -> None:
+                 relist_period: float | None = None, clock: Clock | None = None,
+                 ready: Callable[[Obj], bool] | None = None) -> None:
         if nodes < 1:
             raise ValueError(f"a node simulator needs at least one node, got {nodes}")
         if workers < 1:
@@ -84,8 +91,10 @@ class NodeSimulator:
         self.nodes = [f"{node_prefix}{i}" for i in range(nodes)]
         self.namespace = namespace
         self.workers = workers
+        self.ready = ready or (lambda _pod: True)
+        self.clock = clock or SystemClock()
         self.informer = Informer(client, PODS, namespace=namespace,
-                                 relist_period=relist_period, clock=clock or SystemClock())
+                                 relist_period=relist_period, clock=self.clock)
         self._queue: WorkQueue[ObjectKey] = WorkQueue(name="node-simulator")
         self._tg: anyio.abc.TaskGroup | None = None
         self.bound = self.started = self.finished = 0
@@ -121,6 +130,11 @@ class NodeSimulator:
         tg.cancel_scope.cancel()
         # The block's own exception is not the simulator's: let it through unwrapped.
         await tg.__aexit__(None, None, None)
+
+    def refresh(self) -> None:
+        """Look at every Pod again: call after ``ready``'s answer for one changed."""
+        for pod in self.informer.store.list():
+            self._enqueue(pod)
 
     def _enqueue(self, pod: Obj) -> None:
         meta = pod.get("metadata") or {}
@@ -161,10 +175,13 @@ class NodeSimulator:
                                              grace_period_seconds=0)
                     self.finished += 1
             return
+        phase = (pod.get("status") or {}).get("phase")
         if not node:
             await self._bind(pod, key)
-        elif (pod.get("status") or {}).get("phase") not in ("Running", "Succeeded", "Failed"):
+        elif phase not in ("Running", "Succeeded", "Failed"):
             await self._start(pod, key)
+        elif phase == "Running" and _is_ready(pod) != self.ready(pod):
+            await self._set_ready(pod, key, not _is_ready(pod))
 
     async def _bind(self, pod: Obj, key: ObjectKey) -> None:
         load = Counter(dict.fromkeys(self.nodes, 0))
@@ -180,19 +197,38 @@ class NodeSimulator:
             self.bound += 1
 
     async def _start(self, pod: Obj, key: ObjectKey) -> None:
-        now = _now()
+        now = _timestamp(self.clock.time())
+        ready = self.ready(pod)
         containers = (pod.get("spec") or {}).get("containers") or []
         status = {
             "phase": "Running", "startTime": now, "podIP": _pod_ip(key.name),
             "podIPs": [{"ip": _pod_ip(key.name)}], "hostIP": "10.255.0.1",
-            "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
+            "conditions": [{"type": t, "status": "True" if ready or t in (
+                "Initialized", "PodScheduled") else "False", "lastTransitionTime": now}
                            for t in ("Initialized", "Ready", "ContainersReady",
                                      "PodScheduled")],
             "containerStatuses": [{
                 "name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
-                "ready": True, "started": True, "restartCount": 0,
+                "ready": ready, "started": True, "restartCount": 0,
                 "state": {"running": {"startedAt": now}}} for c in containers],
         }
         with contextlib.suppress(NotFound):
             await self.client.patch_status(PODS, key.name, {"status": status}, key.namespace)
             self.started += 1
+
+    async def _set_ready(self, pod: Obj, key: ObjectKey, ready: bool) -> None:
+        """The readiness probe's answer changed: Ready and ContainersReady follow."""
+        now, value = _timestamp(self.clock.time()), "True" if ready else "False"
+        status = pod.get("status") or {}
+        conditions = [dict(c, status=value, lastTransitionTime=now)
+                      if c.get("type") in ("Ready", "ContainersReady") else c
+                      for c in status.get("conditions") or ()]
+        containers = [dict(c, ready=ready) for c in status.get("containerStatuses") or ()]
+        with contextlib.suppress(NotFound):
+            await self.client.patch_status(PODS, key.name, {"status": {
+                "conditions": conditions, "containerStatuses": containers}}, key.namespace)
+
+
+def _is_ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or ())

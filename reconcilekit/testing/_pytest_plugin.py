@@ -60,10 +60,18 @@ def backend() -> str:
     return "in-process"
 
 
+CONTROLLERS_REASON = ("the test chooses the cluster's controllers, which only the in-process "
+                      "API server lets a test do")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "in_process_only: needs reconcilekit's in-process API server "
         "(skipped against a real API server)")
+    config.addinivalue_line(
+        "markers", "controllers(*names): the in-process server's controllers, as "
+        "kube-controller-manager's --controllers flag names them ('*', '-deployment'); "
+        "skipped against a real API server, whose controllers a test cannot choose")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -232,8 +240,11 @@ async def apiserver(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
     kind = backend()
     if kind != "in-process" and request.node.get_closest_marker("in_process_only"):
         pytest.skip(NO_FAULTS_REASON)
+    chosen = request.node.get_closest_marker("controllers")
+    if kind != "in-process" and chosen is not None:
+        pytest.skip(CONTROLLERS_REASON)
     if kind == "in-process":
-        async with open_cluster() as cluster:
+        async with open_cluster(controllers=chosen.args if chosen else ("*",)) as cluster:
             yield cluster
         return
     state = _cleanup(request.config)

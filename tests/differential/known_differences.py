@@ -22,10 +22,6 @@ class Known(NamedTuple):
 
 
 NOT_YET_MATCHED: dict[str, Known] = {
-    "deployment-server-side-apply": Known(6, (
-        "managedFields after two appliers: kube-controller-manager's status Update "
-        'entry is missing (no controllers run in-process) and the appliers are listed '
-        'in another order')),
     "job": Known(4, (
         "a Job's template change is refused naming core.PodTemplateSpec{...}, where "
         "kube-apiserver prints Go's %#v of the whole internal PodTemplateSpec")),

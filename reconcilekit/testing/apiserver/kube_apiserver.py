@@ -6,20 +6,25 @@ import secrets
 import shutil
 import ssl
 import tempfile
-import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
+from ..._foundations.clock import Clock, SystemClock
 from ...webhook._certificates import ServingCertificate
 from ...webhook._tls_handshakes import stop_tls_site
 from .admission import webhook_configurations
 from .apiextensions import definition_strategy
 from .authorization.bootstrap_policy import bootstrap_objects
 from .controllers.builtin_controllers import Lifecycle
+from .controllers.controller_manager import ControllerManager, selected_controllers
+from .controllers.controller_set import CONTROLLERS
+from .controllers.loopback import USER as CONTROLLER_MANAGER_USER
+from .controllers.loopback import Loopback
 from .controllers.owner_index import OwnerIndex
 from .endpoints.faults import Faults
 from .endpoints.filters import ServerSettings
@@ -68,8 +73,14 @@ class APIServer:
     v1.36 serves it with its ``ShardedListAndWatch`` feature gate on; off with
     ``sharded_list_watch=False``, when the parameter is ignored as a server
     before v1.36 ignores it).
-    There is no scheduler and no kubelet: Pods stay Pending until something
-    writes their status.
+    kube-controller-manager's deployment and replicaset controllers run in
+    it (``controllers``, read as its ``--controllers`` flag: ``("*",
+    "-deployment")`` leaves one out for a test that plays it), acting on the
+    server's ``clock`` (a :class:`~reconcilekit.testing.FakeClock` makes their
+    deadlines deterministic) and writing through the API as
+    ``kube-controller-manager``. There is no scheduler and no kubelet: Pods
+    stay Pending until something (a :class:`~reconcilekit.testing.NodeSimulator`)
+    binds them and writes their status.
     It needs the ``testing`` extra (``pip install 'reconcilekit[testing]'``):
     without it the constructor raises one ImportError naming the extra.
 
@@ -92,10 +103,15 @@ class APIServer:
                  history_limit: int = 10_000, bookmark_interval: float = 60.0,
                  watch_buffer: int = 100_000,
                  users: dict[str, str] | None = None, tls: bool = True,
-                 sharded_list_watch: bool = True) -> None:
+                 sharded_list_watch: bool = True, clock: Clock | None = None,
+                 controllers: Iterable[str] = ("*",)) -> None:
         require_testing_extra("reconcilekit.testing.APIServer")
+        chosen = selected_controllers(controllers, CONTROLLERS)  # a bad name fails first
+        self.clock = clock or SystemClock()
         self.token = token or secrets.token_urlsafe(24)
-        self._tokens = TokenAuthenticator({self.token: "admin", **(users or {})})
+        self._loopback_token = secrets.token_urlsafe(24)
+        self._tokens = TokenAuthenticator({self.token: "admin", **(users or {}),
+                                           self._loopback_token: CONTROLLER_MANAGER_USER})
         self._port = port
         self._tls = tls
         # made here, not at start: the root CA ConfigMap of every namespace names its CA
@@ -106,9 +122,12 @@ class APIServer:
         self.registry = Registry(builtin.types, builtin.group_order)
         owners = OwnerIndex()
         self.storage = Storage(strategies=served_strategies(), index=owners.update,
-                               history_limit=history_limit, now=time.time)
+                               history_limit=history_limit, now=self.clock.time)
         self.lifecycle = Lifecycle(self.storage, self.registry, owners,
                                    root_ca=self._certificate.ca_pem.decode())
+        self.controller_manager = ControllerManager(
+            self.storage, self.registry, self.clock,
+            [cls for name, cls in CONTROLLERS.items() if name in chosen])
         self.faults = Faults(self.storage)
         self.requests: Counter[tuple[str, str]] = Counter()
         self._settings = ServerSettings(self._tokens, bookmark_interval, watch_buffer,
@@ -163,11 +182,14 @@ class APIServer:
         server = site._server
         sockets: Any = getattr(server, "sockets", None) or ()
         self._port = int(sockets[0].getsockname()[1])
+        self.controller_manager.start(Loopback(self.url, self._loopback_token,
+                                               self.client_ssl_context()))
 
     async def stop(self) -> None:
         """Close every watch and stop listening."""
         if self._runner is None:
             return
+        await self.controller_manager.stop()
         self.faults.close_watches()
         runner, site = self._runner, self._site
         self._runner = self._site = None

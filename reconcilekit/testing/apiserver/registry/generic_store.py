@@ -280,7 +280,8 @@ class Storage(VersionedStore):
                 f"{storage_key(rtype, namespace, name)}, ResourceVersion: 0, "
                 "AdditionalErrorMsg: Precondition failed: UID in "
                 f"precondition: {uid}, UID in object meta: {meta['uid']}", res.group)
-        result = merge_update(rtype, old, new, subresource)
+        result = merge_update(rtype, old, new, subresource,
+                              self.strategies.of(rtype).status_metadata)
         self.strategies.of(rtype).prepare_for_update(old, result, subresource)
         if check is not None:
             check(old, result)

@@ -64,6 +64,10 @@ class Strategy:
     # A scale subresource read of a missing object is NotFound for ``<plural>/scale``
     # (False: for the resource itself, as StatefulSets and custom resources answer).
     scale_names_subresource: ClassVar[bool] = True
+    # Metadata fields a ``status`` write takes from the request (kube-apiserver's status
+    # strategies that reset only the spec, and perhaps labels, of what they are sent: a
+    # Deployment's revision annotation is written with its status); the rest is kept.
+    status_metadata: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, *, cells: Cells | None = None) -> None:
         """``cells``: kube-apiserver's printer for the kind (none: the default Table)."""

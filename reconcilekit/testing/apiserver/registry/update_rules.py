@@ -19,13 +19,16 @@ __all__ = ["check_finalizers", "merge_update", "same", "spec_changed", "storage_
 
 
 
-def merge_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | None) -> Obj:
+def merge_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | None,
+                 status_metadata: tuple[str, ...] = ()) -> Obj:
     """``rest.BeforeUpdate``: what an update may not change is taken from ``old``.
 
     A ``status`` write changes only status, a namespace's ``finalize`` only
     ``spec.finalizers``, a Pod's ``ephemeralcontainers`` only
-    ``spec.ephemeralContainers``; with a status subresource a write
-    to the main resource leaves status alone (a Pod binding writes both).
+    ``spec.ephemeralContainers``; a ``status`` write takes the metadata fields
+    ``status_metadata`` names (the kind's strategy's) from ``new`` too; with a
+    status subresource a write to the main resource leaves status alone (a Pod
+    binding writes both).
     """
     if subresource == "finalize":  # namespaces/finalize: spec.finalizers only
         result = copy.deepcopy(old)
@@ -51,6 +54,14 @@ def merge_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str | Non
             result["status"] = new["status"]
         else:
             result.pop("status", None)
+        sent = new.get("metadata")
+        if not isinstance(sent, dict):
+            sent = {}
+        for field in status_metadata:
+            if sent.get(field) is not None:
+                result["metadata"][field] = copy.deepcopy(sent[field])
+            else:
+                result["metadata"].pop(field, None)
         return result
     result = dict(new)
     result["apiVersion"], result["kind"] = old["apiVersion"], old["kind"]

@@ -145,6 +145,7 @@ class WorkloadStrategy(Strategy):
 
 class DeploymentStrategy(WorkloadStrategy):
     selected = counted = True
+    status_metadata = ("annotations", "finalizers", "ownerReferences")
 
     def validate_status(self, obj: Obj, old: Obj) -> list[Cause]:
         return validate_deployment_status(obj, old)

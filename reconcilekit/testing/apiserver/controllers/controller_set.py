@@ -1,0 +1,13 @@
+"""The controllers the in-process kube-controller-manager can run, by the names
+kube-controller-manager's ``--controllers`` gives them."""
+
+from __future__ import annotations
+
+from .controller_manager import Loop
+from .deployment import DeploymentController
+from .replicaset import ReplicaSetController
+
+__all__ = ["CONTROLLERS"]
+
+CONTROLLERS: dict[str, type[Loop]] = {
+    cls.name: cls for cls in (DeploymentController, ReplicaSetController)}
