@@ -25,7 +25,4 @@ NOT_YET_MATCHED: dict[str, Known] = {
     "job": Known(4, (
         "a Job's template change is refused naming core.PodTemplateSpec{...}, where "
         "kube-apiserver prints Go's %#v of the whole internal PodTemplateSpec")),
-    "python-workloads": Known(6, (
-        "a StatefulSet's status as kube-controller-manager's statefulset controller writes"
-        " it (replicas, revisions, observedGeneration): no controllers run in-process")),
 }

@@ -66,6 +66,24 @@ async def test_qos_class_follows_the_resources(apiserver: Cluster, pods: str) ->
         "limits": exact, "requests": exact}  # requests default to the limits
 
 
+async def test_only_a_pod_gets_requests_from_its_limits_not_a_template(
+        apiserver: Cluster) -> None:
+    limits = {"cpu": "100m"}
+    template = {"metadata": {"labels": {"app": "t"}}, "spec": {
+        "containers": [{"name": "app", "image": "nginx", "resources": {"limits": limits}}],
+        "initContainers": [{"name": "init", "image": "nginx",
+                            "resources": {"limits": limits}}]}}
+    path = f"/apis/apps/v1/namespaces/{apiserver.namespace}/deployments"
+    got = await apiserver.request("POST", path, json={
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "t"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "t"}},
+                 "template": template}})
+    assert got.status == 201, got
+    spec = got.body["spec"]["template"]["spec"]
+    assert [c["resources"] for c in spec["containers"] + spec["initContainers"]] == [
+        {"limits": limits}, {"limits": limits}]  # SetDefaults_Pod's rule, not a template's
+
+
 async def test_a_pod_needs_its_service_account(apiserver: Cluster, pods: str) -> None:
     got = await apiserver.request("POST", pods, json=pod("p", serviceAccountName="missing"))
     assert got.status == 403 and got.body["reason"] == "Forbidden", got

@@ -267,8 +267,12 @@ async def _available_count(status: Any, count: int) -> bool:
 
 
 def test_controllers_are_chosen_as_kube_controller_managers_flag_chooses_them() -> None:
-    server = APIServer(controllers=("*", "-deployment"))
-    assert server.controller_manager.names == ["replicaset"]
+    every = APIServer().controller_manager.names
+    assert {"deployment", "replicaset"} <= set(every)
+    less = APIServer(controllers=("*", "-deployment")).controller_manager.names
+    assert less == [name for name in every if name != "deployment"]
+    assert APIServer(controllers=("replicaset",)).controller_manager.names == ["replicaset"]
+    assert APIServer(controllers=()).controller_manager.names == []
     with pytest.raises(ValueError, match=r"unknown controller\(s\) statefulsets"):
         APIServer(controllers=("statefulsets",))
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from .controller_manager import Loop
 from .deployment import DeploymentController
 from .replicaset import ReplicaSetController
+from .statefulset import StatefulSetController
 
 __all__ = ["CONTROLLERS"]
 
 CONTROLLERS: dict[str, type[Loop]] = {
-    cls.name: cls for cls in (DeploymentController, ReplicaSetController)}
+    cls.name: cls for cls in (DeploymentController, ReplicaSetController,
+                              StatefulSetController)}

@@ -63,12 +63,7 @@ def _default_container(container: Obj) -> None:
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
     container.setdefault("imagePullPolicy", _pull_policy(container.get("image")))
-    resources = container.setdefault("resources", {})
-    if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
-        requests = resources.setdefault("requests", {})
-        if isinstance(requests, dict):
-            for name, quantity in resources["limits"].items():
-                requests.setdefault(name, quantity)
+    container.setdefault("resources", {})
     for port in container.get("ports") or ():
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
@@ -94,7 +89,16 @@ def default_pod(pod: Obj) -> None:
     if not isinstance(spec, dict):
         return
     default_pod_spec(spec)
-    spec.setdefault("enableServiceLinks", True)  # SetDefaults_Pod's, not a template's
+    # SetDefaults_Pod's, not a template's: requests from limits, service links
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            resources = container.get("resources") if isinstance(container, dict) else None
+            if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+                requests = resources.setdefault("requests", {})
+                if isinstance(requests, dict):
+                    for name, quantity in resources["limits"].items():
+                        requests.setdefault(name, quantity)
+    spec.setdefault("enableServiceLinks", True)
 
 
 def default_pod_spec(spec: Obj) -> None:
