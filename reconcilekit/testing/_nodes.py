@@ -17,13 +17,23 @@ plays what a scheduler and a kubelet would, over the API like them:
    with a grace period of 0 and its UID as precondition, as the kubelet does
    once the containers stopped.
 
+Each simulated node is registered as a Node object (Ready, with an internal
+IP, capacity and the ``kubernetes.io/hostname`` label) when the simulator
+starts, unless one of that name exists, and the Nodes it registered are
+deleted when it stops: controllers that place or publish Pods by node (the
+daemonset and endpointslice controllers) see them as a kubelet's nodes.
+:meth:`NodeSimulator.set_node_ready` turns one NotReady and back.
+
 Guarantees: every Pod in scope is handled within one pass of a work queue
 after its event (level-triggered: a failed write is retried with backoff,
 and a Pod changed meanwhile is looked at again); a Pod it did not bind is
 still marked Running when bound by someone else (``spec.nodeName`` set at
-creation, as tests and operators may do). Node objects are not created:
-kube-apiserver binds to a node name whether or not a Node exists (the
-Pod garbage collector, which would delete such Pods, must stay off).
+creation, as tests and operators may do); a Pod that requires particular
+nodes (``nodeSelector`` on ``kubernetes.io/hostname``, required node
+affinity on ``metadata.name``, as a DaemonSet's Pods carry) is bound to the
+least loaded of those that are simulated, and left Pending if none is. The
+Pod garbage collector, which deletes the Pods of a node that goes, must stay
+off on a real control plane.
 """
 
 from __future__ import annotations
@@ -40,12 +50,19 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from reconcilekit.kinds import PODS
+from reconcilekit.kinds import NODES, PODS
 
 from .._cache.informer import EventHandler, Informer
 from .._client.client import Client
 from .._foundations.clock import Clock, SystemClock
-from .._foundations.errors import APIConnectionError, APIError, Conflict, NotFound, describe_error
+from .._foundations.errors import (
+    AlreadyExists,
+    APIConnectionError,
+    APIError,
+    Conflict,
+    NotFound,
+    describe_error,
+)
 from .._foundations.objects import ObjectKey
 from .._workqueue.queue import QueueShutDown, WorkQueue
 
@@ -98,6 +115,7 @@ class NodeSimulator:
         self._queue: WorkQueue[ObjectKey] = WorkQueue(name="node-simulator")
         self._tg: anyio.abc.TaskGroup | None = None
         self.bound = self.started = self.finished = 0
+        self._registered: list[str] = []
 
     # -- running ----------------------------------------------------------------------------
 
@@ -108,6 +126,7 @@ class NodeSimulator:
             on_add=self._enqueue, on_update=lambda _, new: self._enqueue(new),
             on_delete=None))
         try:
+            await self._register_nodes()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.informer.run)
                 for _ in range(self.workers):
@@ -116,6 +135,57 @@ class NodeSimulator:
                 task_status.started()
         finally:
             self._queue.shutdown()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                await self._unregister_nodes()
+
+    # -- the Node objects -------------------------------------------------------------------
+
+    async def _register_nodes(self) -> None:
+        for i, name in enumerate(self.nodes):
+            try:
+                await self.client.get(NODES, name)
+                continue
+            except NotFound:
+                pass
+            with contextlib.suppress(AlreadyExists):  # made meanwhile by another simulator
+                await self.client.create(NODES, {
+                    "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64"}}})
+                self._registered.append(name)
+                await self._node_status(name, i, ready=True)
+
+    async def _node_status(self, name: str, index: int, *, ready: bool) -> None:
+        now = _timestamp(self.clock.time())
+        condition = ({"status": "True", "reason": "KubeletReady",
+                      "message": "kubelet is posting ready status"} if ready else
+                     {"status": "Unknown", "reason": "NodeStatusUnknown",
+                      "message": "Kubelet stopped posting node status."})
+        resources = {"cpu": "4", "memory": "16Gi", "pods": "110",
+                     "ephemeral-storage": "100Gi"}
+        await self.client.patch_status(NODES, name, {"status": {
+            "conditions": [{"type": "Ready", **condition, "lastHeartbeatTime": now,
+                            "lastTransitionTime": now}],
+            "addresses": [{"type": "InternalIP", "address": f"10.255.0.{index + 1}"},
+                          {"type": "Hostname", "address": name}],
+            "capacity": resources, "allocatable": resources,
+            "nodeInfo": {"kubeletVersion": "v1.28.7", "kubeProxyVersion": "v1.28.7",
+                         "operatingSystem": "linux", "architecture": "amd64",
+                         "containerRuntimeVersion": "containerd://1.7.0",
+                         "osImage": "reconcilekit simulated node", "kernelVersion": "",
+                         "machineID": "", "systemUUID": "", "bootID": ""}}})
+
+    async def set_node_ready(self, name: str, ready: bool) -> None:
+        """Report the simulated node ``name`` Ready, or NotReady (its kubelet silent)."""
+        if name not in self.nodes:
+            raise ValueError(f"{name!r} is not one of the simulated nodes {self.nodes}")
+        await self._node_status(name, self.nodes.index(name), ready=ready)
+
+    async def _unregister_nodes(self) -> None:
+        for name in self._registered:
+            with contextlib.suppress(NotFound, APIError, APIConnectionError):
+                await self.client.delete(NODES, name)
+        self._registered.clear()
 
     async def __aenter__(self) -> NodeSimulator:
         self._tg = anyio.create_task_group()
@@ -184,10 +254,13 @@ class NodeSimulator:
             await self._set_ready(pod, key, not _is_ready(pod))
 
     async def _bind(self, pod: Obj, key: ObjectKey) -> None:
-        load = Counter(dict.fromkeys(self.nodes, 0))
+        allowed = _allowed_nodes(pod, self.nodes)
+        if not allowed:
+            return  # no simulated node may run it: Pending, as a scheduler leaves it
+        load = Counter(dict.fromkeys(allowed, 0))
         load.update(str(node) for p in self.informer.store.list()
                     if (node := (p.get("spec") or {}).get("nodeName")) in load)
-        node = min(self.nodes, key=lambda n: (load[n], n))
+        node = min(allowed, key=lambda n: (load[n], n))
         with contextlib.suppress(NotFound):
             await self.client.request(
                 "POST", f"/api/v1/namespaces/{key.namespace}/pods/{key.name}/binding",
@@ -227,6 +300,28 @@ class NodeSimulator:
         with contextlib.suppress(NotFound):
             await self.client.patch_status(PODS, key.name, {"status": {
                 "conditions": conditions, "containerStatuses": containers}}, key.namespace)
+
+
+def _allowed_nodes(pod: Obj, nodes: list[str]) -> list[str]:
+    """The simulated nodes the Pod's node selector and required node affinity allow
+    (by name: the ``kubernetes.io/hostname`` label and the ``metadata.name`` field)."""
+    spec = pod.get("spec") or {}
+    allowed = list(nodes)
+    hostname = (spec.get("nodeSelector") or {}).get("kubernetes.io/hostname")
+    if hostname is not None:
+        allowed = [n for n in allowed if n == hostname]
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
+    if required:
+        names: set[str] = set()
+        for term in required:
+            picked = set(allowed)
+            for field in term.get("matchFields") or ():
+                if field.get("key") == "metadata.name" and field.get("operator") == "In":
+                    picked &= set(field.get("values") or ())
+            names |= picked
+        allowed = [n for n in allowed if n in names]
+    return allowed
 
 
 def _is_ready(pod: Obj) -> bool:

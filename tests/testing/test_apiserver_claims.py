@@ -90,9 +90,28 @@ async def test_a_persistent_volume_is_defaulted_to_retain_a_filesystem_pending(
     assert created.body["status"] == {"phase": "Pending"}
 
 
+async def test_a_claim_an_unscheduled_pod_mounts_is_not_in_use(apiserver: Cluster) -> None:
+    await apiserver.request("POST", _claims(apiserver), json={
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "idle"},
+        "spec": CLAIM_SPEC})
+    pod = await apiserver.request("POST", f"/api/v1/namespaces/{apiserver.namespace}/pods",
+                                  json={"apiVersion": "v1", "kind": "Pod",
+                                        "metadata": {"name": "pending"},
+                                        "spec": {"containers": [{"name": "c", "image": "x"}],
+                                                 "volumes": [{"name": "data",
+                                                              "persistentVolumeClaim": {
+                                                                  "claimName": "idle"}}]}})
+    assert pod.status == 201, pod
+    await apiserver.request("DELETE", f"{_claims(apiserver)}/idle")
+
+    async def claim_gone() -> bool:
+        return (await apiserver.request("GET", f"{_claims(apiserver)}/idle")).status == 404
+    await eventually(claim_gone, what="the claim removed: no node runs its Pod")
+
+
 async def test_a_claim_in_use_is_kept_until_its_pod_goes(apiserver: Cluster) -> None:
     """StorageObjectInUseProtection adds the finalizer; the pvc-protection controller
-    removes it once no unfinished Pod mounts the claim being deleted."""
+    removes it once no scheduled, unfinished Pod mounts the claim being deleted."""
     created = await apiserver.request("POST", _claims(apiserver), json={
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "used"},
         "spec": CLAIM_SPEC})
@@ -101,7 +120,7 @@ async def test_a_claim_in_use_is_kept_until_its_pod_goes(apiserver: Cluster) -> 
     pods = f"/api/v1/namespaces/{apiserver.namespace}/pods"
     pod = await apiserver.request("POST", pods, json={
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "user"},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}],
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": "n1",
                  "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "used"}}]}})
     assert pod.status == 201, pod
     deleted = await apiserver.request("DELETE", f"{_claims(apiserver)}/used")

@@ -182,8 +182,30 @@ class APIServer:
         server = site._server
         sockets: Any = getattr(server, "sockets", None) or ()
         self._port = int(sockets[0].getsockname()[1])
+        self._publish_kubernetes_service()
         self.controller_manager.start(Loopback(self.url, self._loopback_token,
                                                self.client_ssl_context()))
+
+    def _publish_kubernetes_service(self) -> None:
+        """The ``kubernetes`` Service in ``default`` (10.0.0.1:443 to the server's port),
+        as kube-apiserver keeps it."""
+        rtype = self.registry.lookup("", "v1", "services")
+        assert rtype is not None
+        ports = [{"name": "https", "protocol": "TCP", "port": 443, "targetPort": self._port}]
+        existing = self.storage.table(rtype).objects.get(("default", "kubernetes"))
+        if existing is not None:
+            if existing["spec"].get("ports") != ports:
+                self.storage.update(rtype, "default", "kubernetes", {
+                    **existing, "spec": {**existing["spec"], "ports": ports}},
+                    subresource=None, manager="kube-apiserver", check_rv=False)
+            return
+        self.storage.create(rtype, "default", {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"ports": ports, "clusterIP": "10.0.0.1", "type": "ClusterIP",
+                     "sessionAffinity": "None", "ipFamilyPolicy": "SingleStack",
+                     "internalTrafficPolicy": "Cluster"}}, manager="kube-apiserver")
 
     async def stop(self) -> None:
         """Close every watch and stop listening."""

@@ -150,7 +150,7 @@ class ControllerManager:
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: set[asyncio.Task[None]] = set()
         self._api: Loopback | None = None
-        storage.on_changed.append(lambda table, obj, _old: self._route(table, obj))
+        storage.on_changed.append(self._changed)
         storage.on_removed.append(self._route)
 
     @property
@@ -190,6 +190,13 @@ class ControllerManager:
         if self._api is not None:
             await self._api.close()
             self._api = None
+
+    def _changed(self, table: Table, obj: Obj, old: Obj | None) -> None:
+        """A change is routed by the object before it too: a Pod whose labels no longer
+        match a Service concerns that Service."""
+        self._route(table, obj)
+        if old is not None:
+            self._route(table, old)
 
     def _route(self, table: Table, obj: Obj) -> None:
         resource = table.rtype.resource

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from .controller_manager import Loop
 from .deployment import DeploymentController
+from .endpointslice import EndpointSliceController
 from .replicaset import ReplicaSetController
+from .service_endpoints import EndpointsController
 from .statefulset import StatefulSetController
 
 __all__ = ["CONTROLLERS"]
 
 CONTROLLERS: dict[str, type[Loop]] = {
-    cls.name: cls for cls in (DeploymentController, ReplicaSetController,
+    cls.name: cls for cls in (DeploymentController, EndpointsController,
+                              EndpointSliceController, ReplicaSetController,
                               StatefulSetController)}

@@ -1,9 +1,11 @@
 """kube-controller-manager's pvc-protection and pv-protection controllers.
 
 A PersistentVolumeClaim being deleted keeps its ``kubernetes.io/pvc-protection``
-finalizer while a Pod of its namespace that has not finished (phase neither
-Succeeded nor Failed) mounts it; a PersistentVolume being deleted keeps
-``kubernetes.io/pv-protection`` while it is Bound. Once not in use, the
+finalizer while a Pod of its namespace that is scheduled to a node and has not
+finished (phase neither Succeeded nor Failed) mounts it (an unscheduled Pod
+never started, and no kubelet will start it with a claim being deleted); a
+PersistentVolume being deleted keeps ``kubernetes.io/pv-protection`` while it
+is Bound. Once not in use, the
 controller removes the finalizer (and the object goes, if it was the last).
 Played right after a claim, a volume or a Pod is written or removed.
 """
@@ -53,9 +55,9 @@ class VolumeProtection:
     def _in_use(self, namespace: str, claim: str) -> bool:
         pods = self.storage.tables.get(("", "pods"))
         for (ns, _), pod in (pods.objects.items() if pods is not None else ()):
-            if ns != namespace or (pod.get("status") or {}).get("phase") in ("Succeeded",
-                                                                             "Failed"):
-                continue
+            if ns != namespace or not (pod.get("spec") or {}).get("nodeName") or (
+                    pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue  # a Pod no node runs (unscheduled, or finished) uses no claim
             if any((v.get("persistentVolumeClaim") or {}).get("claimName") == claim
                    for v in (pod.get("spec") or {}).get("volumes") or ()):
                 return True
