@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .controller_manager import Loop
 from .deployment import DeploymentController
+from .disruption import DisruptionController
 from .endpointslice import EndpointSliceController
 from .replicaset import ReplicaSetController
 from .service_endpoints import EndpointsController
@@ -13,6 +14,6 @@ from .statefulset import StatefulSetController
 __all__ = ["CONTROLLERS"]
 
 CONTROLLERS: dict[str, type[Loop]] = {
-    cls.name: cls for cls in (DeploymentController, EndpointsController,
+    cls.name: cls for cls in (DeploymentController, DisruptionController, EndpointsController,
                               EndpointSliceController, ReplicaSetController,
                               StatefulSetController)}

@@ -1,0 +1,58 @@
+"""PodDisruptionBudgets' status played by the cluster's disruption controller, on every
+backend (the in-process server and kube-apiserver with kube-controller-manager, a
+:class:`NodeSimulator` playing the kubelet on both)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconcilekit import Client
+from reconcilekit.kinds import DEPLOYMENTS, POD_DISRUPTION_BUDGETS
+from reconcilekit.testing import Cluster, NodeSimulator, eventually
+
+IMAGE = "registry.k8s.io/pause:3.9"
+SETTLE = 60.0  # seconds: a bound on kube-controller-manager's pace, not a timing
+
+
+def _budget(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec}}
+
+
+async def test_budgets_count_healthy_pods_against_what_their_controllers_expect(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    ready = {"unready": False}
+    async with NodeSimulator(client, nodes=2, namespace=ns, ready=lambda pod: not ready.get(
+            "unready") or pod["metadata"]["name"] != ready.get("name")) as nodes:
+        await client.create(DEPLOYMENTS, {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                         "containers": [{"name": "app", "image": IMAGE}]}}}}, ns)
+        await client.create(POD_DISRUPTION_BUDGETS, _budget("min", minAvailable=2), ns)
+        await client.create(POD_DISRUPTION_BUDGETS, _budget("max", maxUnavailable="50%"), ns)
+
+        async def status(name: str, allowed: int, healthy: int) -> dict[str, Any] | None:
+            got = await client.get(POD_DISRUPTION_BUDGETS, name, ns)
+            found = got.get("status") or {}
+            done = (found.get("disruptionsAllowed") == allowed
+                    and found.get("currentHealthy") == healthy
+                    and found.get("observedGeneration") == got["metadata"]["generation"])
+            return found if done else None
+        low = await eventually(lambda: status("min", 1, 3), within=SETTLE, what="min: 1 allowed")
+        assert (low["desiredHealthy"], low["expectedPods"]) == (2, 3)
+        [condition] = low["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "DisruptionAllowed", "True", "SufficientPods")
+        high = await eventually(lambda: status("max", 2, 3), within=SETTLE, what="max: 2 allowed")
+        # 50% of the Deployment's 3 replicas may be unavailable, rounded up: 1 must stay
+        assert (high["desiredHealthy"], high["expectedPods"]) == (1, 3)
+
+        pods = await client.request("GET", f"/api/v1/namespaces/{ns}/pods")
+        ready.update(unready=True, name=pods["items"][0]["metadata"]["name"])
+        nodes.refresh()
+        low = await eventually(lambda: status("min", 0, 2), within=SETTLE, what="min: none")
+        [condition] = low["conditions"]
+        assert (condition["status"], condition["reason"]) == ("False", "InsufficientPods")
