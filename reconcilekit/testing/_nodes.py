@@ -93,13 +93,18 @@ class NodeSimulator:
     Pod whose watch event was lost (fault injection drops events) is still
     handled; ``clock`` times the relists and the status's timestamps (a
     :class:`FakeClock` in tests, the API server's own in-process);
-    ``ready(pod)`` says whether a running Pod is Ready (by default all are).
+    ``ready(pod)`` says whether a running Pod is Ready (by default all are);
+    ``outcome(pod)`` ends a running Pod whose restart policy lets it end
+    (``Never``, ``OnFailure``: a Job's) when it answers ``"Succeeded"`` (its
+    containers exit 0) or ``"Failed"`` (exit 1); None (the default) keeps it
+    running. Call :meth:`refresh` after either changes its answer.
     """
 
     def __init__(self, client: Client, *, nodes: int = 3, namespace: str | None = None,
                  node_prefix: str = "sim-node-", workers: int = 4,
                  relist_period: float | None = None, clock: Clock | None = None,
-                 ready: Callable[[Obj], bool] | None = None) -> None:
+                 ready: Callable[[Obj], bool] | None = None,
+                 outcome: Callable[[Obj], str | None] | None = None) -> None:
         if nodes < 1:
             raise ValueError(f"a node simulator needs at least one node, got {nodes}")
         if workers < 1:
@@ -109,6 +114,7 @@ class NodeSimulator:
         self.namespace = namespace
         self.workers = workers
         self.ready = ready or (lambda _pod: True)
+        self.outcome = outcome or (lambda _pod: None)
         self.clock = clock or SystemClock()
         self.informer = Informer(client, PODS, namespace=namespace,
                                  relist_period=relist_period, clock=self.clock)
@@ -250,6 +256,9 @@ class NodeSimulator:
             await self._bind(pod, key)
         elif phase not in ("Running", "Succeeded", "Failed"):
             await self._start(pod, key)
+        elif phase == "Running" and spec.get("restartPolicy", "Always") != "Always" and (
+                end := self.outcome(pod)) in ("Succeeded", "Failed"):
+            await self._end(pod, key, end)
         elif phase == "Running" and _is_ready(pod) != self.ready(pod):
             await self._set_ready(pod, key, not _is_ready(pod))
 
@@ -288,6 +297,24 @@ class NodeSimulator:
         with contextlib.suppress(NotFound):
             await self.client.patch_status(PODS, key.name, {"status": status}, key.namespace)
             self.started += 1
+
+    async def _end(self, pod: Obj, key: ObjectKey, phase: str) -> None:
+        """The containers exited (0 for Succeeded, 1 for Failed): the Pod's end."""
+        now = _timestamp(self.clock.time())
+        status = pod.get("status") or {}
+        ended = {"type": "", "status": "False", "lastTransitionTime": now,
+                 "reason": "PodCompleted"}
+        conditions = [dict(ended, type=c["type"]) if c.get("type") in (
+            "Ready", "ContainersReady") else c for c in status.get("conditions") or ()]
+        code, reason = (0, "Completed") if phase == "Succeeded" else (1, "Error")
+        containers = [dict(c, ready=False, started=False, state={"terminated": {
+            "exitCode": code, "reason": reason,
+            "startedAt": ((c.get("state") or {}).get("running") or {}).get("startedAt", now),
+            "finishedAt": now}}) for c in status.get("containerStatuses") or ()]
+        with contextlib.suppress(NotFound):
+            await self.client.patch_status(PODS, key.name, {"status": {
+                "phase": phase, "conditions": conditions, "containerStatuses": containers}},
+                key.namespace)
 
     async def _set_ready(self, pod: Obj, key: ObjectKey, ready: bool) -> None:
         """The readiness probe's answer changed: Ready and ContainersReady follow."""

@@ -7,6 +7,7 @@ from .controller_manager import Loop
 from .deployment import DeploymentController
 from .disruption import DisruptionController
 from .endpointslice import EndpointSliceController
+from .job import JobController, TTLAfterFinishedController
 from .replicaset import ReplicaSetController
 from .service_endpoints import EndpointsController
 from .statefulset import StatefulSetController
@@ -15,5 +16,5 @@ __all__ = ["CONTROLLERS"]
 
 CONTROLLERS: dict[str, type[Loop]] = {
     cls.name: cls for cls in (DeploymentController, DisruptionController, EndpointsController,
-                              EndpointSliceController, ReplicaSetController,
-                              StatefulSetController)}
+                              EndpointSliceController, JobController, ReplicaSetController,
+                              StatefulSetController, TTLAfterFinishedController)}
