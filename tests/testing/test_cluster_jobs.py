@@ -4,10 +4,11 @@ Pods as the test says."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from reconcilekit import Client
-from reconcilekit.kinds import JOBS, PODS
+from reconcilekit.kinds import CRON_JOBS, JOBS, PODS
 from reconcilekit.testing import APIServer, Cluster, FakeClock, NodeSimulator, eventually
 
 IMAGE = "registry.k8s.io/pause:3.9"
@@ -155,3 +156,60 @@ async def test_an_active_deadline_and_a_ttl_count_on_the_servers_clock() -> None
             return not any(j["metadata"]["name"] == "brief" for j in (
                 await client.list(JOBS, "default"))["items"])
         await eventually(gone, what="brief deleted after its ttl")
+
+
+async def test_a_cronjob_fires_at_its_next_minute_and_sees_its_job_complete(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    async with NodeSimulator(client, nodes=1, namespace=ns, outcome=lambda _pod: "Succeeded"):
+        made = await client.create(CRON_JOBS, {
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {
+                "metadata": {"labels": {"made-by": "tick"}},
+                "spec": _job("")["spec"]}}}, ns)
+
+        async def succeeded() -> dict[str, Any] | None:
+            status = (await client.get(CRON_JOBS, "tick", ns)).get("status") or {}
+            return status if status.get("lastSuccessfulTime") and not status.get(
+                "active") else None
+        # the next minute boundary is at most a minute away, on either server
+        status = await eventually(succeeded, within=SETTLE + 60, what="a run completed")
+    [job] = (await client.list(JOBS, ns, label_selector="made-by=tick"))["items"]
+    scheduled = datetime.fromisoformat(status["lastScheduleTime"].replace("Z", "+00:00"))
+    assert job["metadata"]["name"] == f"tick-{int(scheduled.timestamp()) // 60}"
+    assert job["metadata"]["ownerReferences"][0]["uid"] == made["metadata"]["uid"]
+    events = await client.request("GET", f"/api/v1/namespaces/{ns}/events")
+    said = {e["message"] for e in events["items"] if e["involvedObject"]["name"] == "tick"}
+    assert f"Created job {job['metadata']['name']}" in said
+    assert f"Saw completed job: {job['metadata']['name']}, status: Complete" in said
+
+
+async def test_cronjob_concurrency_and_history_on_the_servers_clock() -> None:
+    clock = FakeClock(wall_start=1_700_000_000.0)  # 2023-11-14T22:13:20Z
+    async with APIServer(clock=clock) as server, Client(server.configuration()) as client:
+        for name, policy in (("forbid", "Forbid"), ("replace", "Replace")):
+            await client.create(CRON_JOBS, {
+                "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
+                "spec": {"schedule": "*/10 * * * *", "concurrencyPolicy": policy,
+                         "jobTemplate": {"spec": _job("")["spec"]}}}, "default")
+
+        async def jobs(prefix: str) -> list[str]:
+            found = (await client.list(JOBS, "default"))["items"]
+            return sorted(j["metadata"]["name"] for j in found
+                          if j["metadata"]["name"].startswith(prefix)
+                          and not j["metadata"].get("deletionTimestamp"))
+
+        for minutes in (28_333_340, 28_333_350):  # the next two ten-minute marks
+            await eventually(lambda: len(clock.deadlines()) >= 2, what="both parked")
+            clock.advance(minutes * 60 - clock.time() + 1)
+            await eventually(lambda m=minutes: _has(jobs, "replace-", f"replace-{m}"),
+                             what=f"replace-{minutes} made")
+        # no Pod ever ends (no kubelet): Forbid kept its first run, Replace replaced it
+        assert await jobs("forbid-") == ["forbid-28333340"]
+        assert await jobs("replace-") == ["replace-28333350"]
+        forbid = await client.get(CRON_JOBS, "forbid", "default")
+        assert [r["name"] for r in forbid["status"]["active"]] == ["forbid-28333340"]
+
+
+async def _has(jobs: Any, prefix: str, name: str) -> bool:
+    return name in await jobs(prefix)

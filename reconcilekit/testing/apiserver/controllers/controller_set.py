@@ -4,6 +4,7 @@ kube-controller-manager's ``--controllers`` gives them."""
 from __future__ import annotations
 
 from .controller_manager import Loop
+from .cronjob import CronJobController
 from .deployment import DeploymentController
 from .disruption import DisruptionController
 from .endpointslice import EndpointSliceController
@@ -15,6 +16,7 @@ from .statefulset import StatefulSetController
 __all__ = ["CONTROLLERS"]
 
 CONTROLLERS: dict[str, type[Loop]] = {
-    cls.name: cls for cls in (DeploymentController, DisruptionController, EndpointsController,
+    cls.name: cls for cls in (CronJobController, DeploymentController, DisruptionController,
+                              EndpointsController,
                               EndpointSliceController, JobController, ReplicaSetController,
                               StatefulSetController, TTLAfterFinishedController)}

@@ -92,6 +92,8 @@ class JobController(Loop):
 
     async def sync(self, key: ObjKey) -> float | None:
         stored = self.ctx.objects("batch", "jobs").get(key)
+        for pod in self._orphans(key, stored):  # their Job is gone: nothing will count them
+            await self._release(pod)
         if stored is None:
             return None
         job = copy.deepcopy(stored)
@@ -150,7 +152,10 @@ class JobController(Loop):
         status = job["status"]
         uncounted = status.setdefault("uncountedTerminatedPods", {})
         listed = {u for field in ("succeeded", "failed") for u in uncounted.get(field) or ()}
-        ended = [p for p in pods if _phase(p) in ("Succeeded", "Failed")
+        # a Pod being deleted that did not succeed counts as failed: it may never reach the
+        # Failed phase (kube-controller-manager's isPodFailed)
+        ended = [p for p in pods if (_phase(p) in ("Succeeded", "Failed")
+                                     or p["metadata"].get("deletionTimestamp"))
                  and TRACKING in (p["metadata"].get("finalizers") or ())]
         new = [p for p in ended if p["metadata"]["uid"] not in listed]
         for pod in new:
@@ -187,6 +192,18 @@ class JobController(Loop):
         if moved:
             await self._write(job)
         return bool(new) or moved
+
+    def _orphans(self, key: ObjKey, job: Obj | None) -> list[Obj]:
+        """The Pods holding the finalizer for a Job of this name that is not ``job``."""
+        uid = job["metadata"]["uid"] if job is not None else None
+        out = []
+        for (ns, _), pod in self.ctx.objects("", "pods").items():
+            ref = controller_of(pod)
+            if ns == key[0] and ref is not None and ref.get("kind") == "Job" and (
+                    ref.get("name") == key[1] and ref.get("uid") != uid
+                    and TRACKING in (pod["metadata"].get("finalizers") or ())):
+                out.append(pod)
+        return out
 
     async def _release(self, pod: Obj) -> None:
         meta = pod["metadata"]

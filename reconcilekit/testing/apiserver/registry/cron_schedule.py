@@ -13,11 +13,12 @@ gives the parser's own error text; :func:`time_zone_error` that of
 
 from __future__ import annotations
 
+import datetime
 import re
 import zoneinfo
 from typing import NamedTuple
 
-__all__ = ["schedule_error", "time_zone_error"]
+__all__ = ["next_run", "schedule_error", "time_zone_error"]
 
 
 class _Bounds(NamedTuple):
@@ -55,8 +56,8 @@ def _int_or_name(text: str, names: dict[str, int]) -> int:
     return names[text.lower()] if text.lower() in names else _go_int(text)
 
 
-def _check_range(expr: str, bounds: _Bounds) -> None:
-    """``getRange``: one ``start[-end][/step]`` of a field."""
+def _check_range(expr: str, bounds: _Bounds) -> range:
+    """``getRange``: one ``start[-end][/step]`` of a field, as the values it allows."""
     range_and_step = expr.split("/")
     low_and_high = range_and_step[0].split("-")
     if low_and_high[0] in ("*", "?"):
@@ -84,6 +85,7 @@ def _check_range(expr: str, bounds: _Bounds) -> None:
         raise _Invalid(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
     if step == 0:
         raise _Invalid(f"step of range should be a positive number: {expr}")
+    return range(start, end + 1, step)
 
 
 def _parse(spec: str) -> None:
@@ -109,6 +111,56 @@ def _parse(spec: str) -> None:
     for field, bounds in zip(fields, _FIELDS, strict=True):
         for expr in field.split(","):
             _check_range(expr, bounds)
+
+
+_EXPANDED = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+             "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+             "@hourly": "0 * * * *"}
+
+
+def next_run(schedule: str, zone: str | None, after: float) -> float | None:
+    """The first time (seconds since the epoch) after ``after`` that ``schedule`` fires,
+    in ``zone`` (a CronJob's ``timeZone``, else a ``TZ=`` prefix, else UTC), as
+    robfig/cron's ``SpecSchedule.Next`` finds it; None for an invalid schedule or none
+    within five years."""
+    if schedule_error(schedule) is not None:
+        return None
+    spec = schedule
+    if spec.startswith(("TZ=", "CRON_TZ=")):
+        prefix, _, spec = spec.partition(" ")
+        zone = zone or prefix.partition("=")[2]
+    if spec.startswith("@every "):
+        seconds = _seconds(spec.removeprefix("@every "))
+        return float(int(after) + max(int(seconds), 1))
+    fields = _EXPANDED.get(spec, spec).split()
+    sets = [{v for expr in field.split(",") for v in _check_range(expr, bounds)}
+            for field, bounds in zip(fields, _FIELDS, strict=True)]
+    minutes, hours, doms, months, dows = sets
+    star_day = fields[2].startswith(("*", "?")) or fields[4].startswith(("*", "?"))
+    tz = zoneinfo.ZoneInfo(zone) if zone and zone != "UTC" else datetime.UTC
+    t = datetime.datetime.fromtimestamp(int(after) // 60 * 60 + 60, tz)
+    end = t + datetime.timedelta(days=5 * 366)
+    while t < end:
+        dom_ok, dow_ok = t.day in doms, (t.weekday() + 1) % 7 in dows
+        day_ok = (dom_ok and dow_ok) if star_day else (dom_ok or dow_ok)
+        if t.month not in months or not day_ok:
+            t = (t + datetime.timedelta(days=1)).replace(hour=0, minute=0)
+            continue
+        if t.hour not in hours:
+            t = (t + datetime.timedelta(hours=1)).replace(minute=0)
+            continue
+        if t.minute not in minutes:
+            t += datetime.timedelta(minutes=1)
+            continue
+        return t.timestamp()
+    return None
+
+
+def _seconds(text: str) -> float:
+    """A Go duration (``1h30m``) in seconds."""
+    scale = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0,
+             "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in re.findall(r"([\d.]+)([^\d.]+)", text))
 
 
 def _duration_error(text: str) -> str | None:
