@@ -18,7 +18,8 @@ plays what a scheduler and a kubelet would, over the API like them:
    once the containers stopped.
 
 Each simulated node is registered as a Node object (Ready, with an internal
-IP, capacity and the ``kubernetes.io/hostname`` label) when the simulator
+IP, capacity and the ``kubernetes.io/hostname`` label, without the
+``not-ready`` taint kube-apiserver gives a new Node) when the simulator
 starts, unless one of that name exists, and the Nodes it registered are
 deleted when it stops: controllers that place or publish Pods by node (the
 daemonset and endpointslice controllers) see them as a kubelet's nodes.
@@ -160,6 +161,7 @@ class NodeSimulator:
                         "kubernetes.io/arch": "amd64"}}})
                 self._registered.append(name)
                 await self._node_status(name, i, ready=True)
+                await self._untaint(name)
 
     async def _node_status(self, name: str, index: int, *, ready: bool) -> None:
         now = _timestamp(self.clock.time())
@@ -180,6 +182,15 @@ class NodeSimulator:
                          "containerRuntimeVersion": "containerd://1.7.0",
                          "osImage": "reconcilekit simulated node", "kernelVersion": "",
                          "machineID": "", "systemUUID": "", "bootID": ""}}})
+
+    async def _untaint(self, name: str) -> None:
+        """Remove the ``not-ready`` NoSchedule taint kube-apiserver gives a new Node (the
+        node lifecycle controller's part once the kubelet reports Ready)."""
+        node = await self.client.get(NODES, name)
+        taints = (node.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"]
+        if kept != taints:
+            await self.client.patch(NODES, name, {"spec": {"taints": kept or None}})
 
     async def set_node_ready(self, name: str, ready: bool) -> None:
         """Report the simulated node ``name`` Ready, or NotReady (its kubelet silent)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .controller_manager import Loop
 from .cronjob import CronJobController
+from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .disruption import DisruptionController
 from .endpointslice import EndpointSliceController
@@ -16,7 +17,8 @@ from .statefulset import StatefulSetController
 __all__ = ["CONTROLLERS"]
 
 CONTROLLERS: dict[str, type[Loop]] = {
-    cls.name: cls for cls in (CronJobController, DeploymentController, DisruptionController,
+    cls.name: cls for cls in (CronJobController, DaemonSetController, DeploymentController,
+                              DisruptionController,
                               EndpointsController,
                               EndpointSliceController, JobController, ReplicaSetController,
                               StatefulSetController, TTLAfterFinishedController)}

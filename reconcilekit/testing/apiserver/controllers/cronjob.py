@@ -145,9 +145,10 @@ class CronJobController(Loop):
                 self.ctx.event(cj, "Warning", "FailedCreate", f"Error creating job: {message}",
                                COMPONENT)
                 raise
-            made = next((j for j in jobs if j["metadata"]["name"] == job_name), None)
-            if made is None:
+            taken = next((j for j in jobs if j["metadata"]["name"] == job_name), None)
+            if taken is None:
                 return until_next
+            made = taken
         else:
             self.ctx.event(cj, "Normal", "SuccessfulCreate", f"Created job {job_name}",
                            COMPONENT)

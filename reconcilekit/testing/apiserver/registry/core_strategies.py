@@ -48,8 +48,11 @@ from .strategy import AccountLookup, Strategy
 from .table_convertor import TableConvertor, builtin_printer
 from .workload_defaults import default_namespace, default_pod_template
 
-__all__ = ["ConfigMapStrategy", "EventStrategy", "LeaseStrategy", "NamespaceStrategy",
-           "PodStrategy", "PodTemplateStrategy", "ReturnsDeletedStrategy", "SecretStrategy"]
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+__all__ = ["NOT_READY_TAINT", "ConfigMapStrategy", "EventStrategy", "LeaseStrategy",
+           "NamespaceStrategy", "NodeStrategy", "PodStrategy", "PodTemplateStrategy",
+           "ReturnsDeletedStrategy", "SecretStrategy"]
 
 
 class NamespaceStrategy(Strategy):
@@ -152,6 +155,20 @@ class PodStrategy(Strategy):
                 "Failed", "Succeeded"):
             return 0
         return 1 if period < 0 else period
+
+
+class NodeStrategy(Strategy):
+    """Nodes: created NotReady-tainted by the TaintNodesByCondition admission plugin."""
+
+    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        found = spec.get("taints")
+        taints: list[Any] = found if isinstance(found, list) else []
+        if not any(isinstance(t, dict) and t.get("key") == NOT_READY_TAINT
+                   and t.get("effect") == "NoSchedule" for t in taints):
+            spec["taints"] = [*taints, {"key": NOT_READY_TAINT, "effect": "NoSchedule"}]
 
 
 class PodTemplateStrategy(Strategy):
