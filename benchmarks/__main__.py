@@ -27,8 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "performance.md"
-BENCHMARKS = ("apiserver", "control_plane", "workqueue", "store", "informer", "kinds", "startup",
-              "e2e")
+BENCHMARKS = ("apiserver", "cluster_in_a_box", "control_plane", "workqueue", "store", "informer",
+              "kinds", "startup", "e2e")
 QUICK_CAPABLE = {"e2e", "failover", "scale"}
 ON_REQUEST = ("install", "failover", "scale")  # only with --only: each takes minutes or more
 

@@ -82,6 +82,7 @@ from ..registry.generic_store import Storage
 from ..webhook_client.https_client import CallError, WebhookClient
 from .match_conditions import evaluate
 from .owner_references_permission import check_owner_references
+from .resource_quota import QuotaAdmission
 from .webhook_configurations import GROUP, Webhook, webhooks
 
 __all__ = ["Admission", "Attributes"]
@@ -164,6 +165,9 @@ class Admission:
         self.registry = registry
         self.client = client
         self.converter = converter
+        quotas = registry.lookup("", "v1", "resourcequotas")
+        assert quotas is not None
+        self.quota = QuotaAdmission(storage, quotas)
 
     def _webhooks(self, plural: str, rtype: ResourceType) -> list[Webhook]:
         r = rtype.resource
@@ -324,14 +328,20 @@ class Admission:
     # -- validating ----------------------------------------------------------------------
 
     async def validate(self, attrs: Attributes) -> None:
-        """The built-in validating plugins (OwnerReferencesPermissionEnforcement), then
-        the matching validating webhooks, called concurrently; raise the first refusal
-        (in configuration order) as :class:`StatusError`."""
+        """OwnerReferencesPermissionEnforcement, then the matching validating webhooks,
+        called concurrently, then ResourceQuota (kube-apiserver's last plugin); raise the
+        first refusal (in configuration order) as :class:`StatusError`."""
         r = attrs.rtype.resource
         check_owner_references(attrs.operation, r.group, r.version, r.plural,
                                attrs.subresource, attrs.namespace if r.namespaced else "",
                                attrs.name, attrs.user, attrs.obj, attrs.old, self.registry,
                                RBACAuthorizer(self.storage.tables))
+        await self._validating_webhooks(attrs)
+        if attrs.operation == "CREATE" and attrs.obj is not None and not attrs.subresource:
+            self.quota.admit_create(attrs.rtype, attrs.namespace, attrs.obj,
+                                    dry_run=attrs.dry_run)
+
+    async def _validating_webhooks(self, attrs: Attributes) -> None:
         invocations = [i for hook in self._webhooks("validatingwebhookconfigurations",
                                                     attrs.rtype)
                        if (i := await self._called(hook, attrs)) is not None]

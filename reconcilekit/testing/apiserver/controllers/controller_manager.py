@@ -38,7 +38,7 @@ from ..storage.versioned_store import ObjKey, Table, TableKey
 from .controller_events import record_event
 from .loopback import Loopback, LoopbackError
 
-__all__ = ["Context", "ControllerManager", "Loop", "selected_controllers"]
+__all__ = ["ANY_TABLE", "Context", "ControllerManager", "Loop", "selected_controllers"]
 
 logger = logging.getLogger("reconcilekit.testing.apiserver.controllers")
 
@@ -47,6 +47,8 @@ Obj: TypeAlias = dict[str, Any]
 KeysOf: TypeAlias = Callable[[Obj], Iterable[ObjKey]]
 
 _BASE_DELAY, _MAX_DELAY = 0.005, 1000.0
+# Watched as a table key: every table's changes (a ResourceQuota counts every kind).
+ANY_TABLE: TableKey = ("*", "*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +171,12 @@ class ControllerManager:
             self._loops.append((loop, queue))
             for tkey, keys_of in loop.watches().items():
                 self._routes.setdefault(tkey, []).append((keys_of, queue))
-                table = self.storage.tables.get(tkey)
-                for obj in list(table.objects.values()) if table is not None else ():
-                    for key in keys_of(obj):
-                        queue.add(key)
+                tables = list(self.storage.tables.values()) if tkey == ANY_TABLE else [
+                    t for t in [self.storage.tables.get(tkey)] if t is not None]
+                for table in tables:
+                    for obj in list(table.objects.values()):
+                        for key in keys_of(obj):
+                            queue.add(key)
             self._tasks.append(asyncio.get_running_loop().create_task(
                 self._run(loop, queue), name=f"controller {cls.name}"))
 
@@ -200,7 +204,9 @@ class ControllerManager:
 
     def _route(self, table: Table, obj: Obj) -> None:
         resource = table.rtype.resource
-        for keys_of, queue in self._routes.get((resource.group, resource.plural), ()):
+        routes = [*self._routes.get((resource.group, resource.plural), ()),
+                  *self._routes.get(ANY_TABLE, ())]
+        for keys_of, queue in routes:
             for key in keys_of(obj):
                 queue.add(key)
 

@@ -10,6 +10,7 @@ from .deployment import DeploymentController
 from .disruption import DisruptionController
 from .endpointslice import EndpointSliceController
 from .job import JobController, TTLAfterFinishedController
+from .quota_status import ResourceQuotaController
 from .replicaset import ReplicaSetController
 from .service_endpoints import EndpointsController
 from .statefulset import StatefulSetController
@@ -21,4 +22,5 @@ CONTROLLERS: dict[str, type[Loop]] = {
                               DisruptionController,
                               EndpointsController,
                               EndpointSliceController, JobController, ReplicaSetController,
+                              ResourceQuotaController,
                               StatefulSetController, TTLAfterFinishedController)}

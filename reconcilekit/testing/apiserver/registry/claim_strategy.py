@@ -25,11 +25,11 @@ controllers remove them once nothing uses the object being deleted
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import ClassVar
 
+from ..machinery.quantity import parse_quantity
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
@@ -158,29 +158,9 @@ class PersistentVolumeClaimStrategy(_StorageObjectStrategy):
         return causes
 
 
-_QUANTITY = re.compile(r"([+-]?[0-9.]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?")
-_SUFFIXES = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-             "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
-             "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18),
-             **{s: Fraction(1024**(i + 1)) for i, s in enumerate(
-                 ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))}}
-
-
 def _quantity(value: object) -> Fraction | None:
     """A resource quantity's value (None: not a quantity, left to other checks)."""
-    match = _QUANTITY.fullmatch(str(value))
-    if match is None:
-        return None
-    number, suffix = match.groups()
-    try:
-        amount = Fraction(number)
-    except ValueError:
-        return None
-    if suffix is None:
-        return amount
-    if suffix[0] in "eE" and len(suffix) > 1:
-        return amount * Fraction(10) ** int(suffix[1:])
-    return amount * _SUFFIXES[suffix]
+    return parse_quantity(value)
 
 
 def _less(a: object, b: object) -> bool:

@@ -51,8 +51,8 @@ from .workload_defaults import default_namespace, default_pod_template
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 __all__ = ["NOT_READY_TAINT", "ConfigMapStrategy", "EventStrategy", "LeaseStrategy",
-           "NamespaceStrategy", "NodeStrategy", "PodStrategy", "PodTemplateStrategy",
-           "ReturnsDeletedStrategy", "SecretStrategy"]
+           "LimitRangeStrategy", "NamespaceStrategy", "NodeStrategy", "PodStrategy",
+           "PodTemplateStrategy", "ReturnsDeletedStrategy", "SecretStrategy"]
 
 
 class NamespaceStrategy(Strategy):
@@ -169,6 +169,25 @@ class NodeStrategy(Strategy):
         if not any(isinstance(t, dict) and t.get("key") == NOT_READY_TAINT
                    and t.get("effect") == "NoSchedule" for t in taints):
             spec["taints"] = [*taints, {"key": NOT_READY_TAINT, "effect": "NoSchedule"}]
+
+
+class LimitRangeStrategy(Strategy):
+    """LimitRanges: a Container item's ``default`` from ``max``, ``defaultRequest`` from
+    ``default`` and then ``min`` (``SetDefaults_LimitRangeItem``)."""
+
+    def default(self, obj: Obj) -> None:
+        for item in (obj.get("spec") or {}).get("limits") or ():
+            if not isinstance(item, dict) or item.get("type") != "Container":
+                continue
+            default = dict(item.get("default") or {})
+            for key, value in (item.get("max") or {}).items():
+                default.setdefault(key, value)
+            request = dict(item.get("defaultRequest") or {})
+            for key, value in [*default.items(), *(item.get("min") or {}).items()]:
+                request.setdefault(key, value)
+            for field, values in (("default", default), ("defaultRequest", request)):
+                if values:
+                    item[field] = values
 
 
 class PodTemplateStrategy(Strategy):

@@ -1,0 +1,93 @@
+"""ResourceQuota on every backend: its status filled and replenished by the cluster's
+resourcequota controller, creates over it refused by kube-apiserver's admission plugin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconcilekit import Client
+from reconcilekit.kinds import RESOURCE_QUOTAS
+from reconcilekit.testing import Cluster, eventually
+
+SETTLE = 60.0  # seconds: a bound on kube-controller-manager's pace, not a timing
+
+
+def _pod(name: str, cpu: str | None) -> dict[str, Any]:
+    resources = {"requests": {"cpu": cpu}} if cpu else {}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9",
+                                     "resources": resources}]}}
+
+
+async def test_a_quota_counts_refuses_and_gives_back(apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    await client.create(RESOURCE_QUOTAS, {
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+        "spec": {"hard": {"pods": "2", "requests.cpu": "1", "requests.memory": "1Gi"}}}, ns)
+
+    async def used(want: dict[str, str]) -> dict[str, Any] | None:
+        status = (await client.get(RESOURCE_QUOTAS, "q", ns)).get("status") or {}
+        return status if status.get("used") == want else None
+    status = await eventually(lambda: used({"pods": "0", "requests.cpu": "0",
+                                            "requests.memory": "0"}),
+                              within=SETTLE, what="the quota's status")
+    assert status["hard"] == {"pods": "2", "requests.cpu": "1", "requests.memory": "1Gi"}
+
+    bare = await apiserver.request("POST", pods, json=_pod("bare", None))
+    assert (bare.status, bare.body["reason"], bare.body["message"]) == (
+        403, "Forbidden", 'pods "bare" is forbidden: failed quota: q: must specify '
+        "requests.cpu for: app; requests.memory for: app")
+    for name in ("a", "b"):
+        body = _pod(name, "400m")
+        body["spec"]["containers"][0]["resources"]["requests"]["memory"] = "256Mi"
+        made = await apiserver.request("POST", pods, json=body)
+        assert made.status == 201, made
+    status = await eventually(lambda: used({"pods": "2", "requests.cpu": "800m",
+                                            "requests.memory": "512Mi"}),
+                              within=SETTLE, what="two Pods counted")
+    third = _pod("c", "400m")
+    third["spec"]["containers"][0]["resources"]["requests"]["memory"] = "256Mi"
+    refused = await apiserver.request("POST", pods, json=third)
+    assert (refused.status, refused.body["message"]) == (
+        403, 'pods "c" is forbidden: exceeded quota: q, requested: pods=1,requests.cpu=400m, '
+        "used: pods=2,requests.cpu=800m, limited: pods=2,requests.cpu=1")
+    dry = await apiserver.request("POST", pods, json=third, params={"dryRun": "All"})
+    assert dry.status == 403, dry
+
+    gone = await apiserver.request("DELETE", f"{pods}/a", json={"gracePeriodSeconds": 0})
+    assert gone.status == 200, gone
+    await eventually(lambda: used({"pods": "1", "requests.cpu": "400m",
+                                   "requests.memory": "256Mi"}),
+                     within=SETTLE, what="the deleted Pod's share given back")
+    again = await apiserver.request("POST", pods, json=third)
+    assert again.status == 201, again
+
+
+async def test_a_limit_range_defaults_and_bounds_a_pods_resources(apiserver: Cluster) -> None:
+    ns = apiserver.namespace
+    made = await apiserver.request("POST", f"/api/v1/namespaces/{ns}/limitranges", json={
+        "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+        "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"},
+                             "min": {"memory": "16Mi"}, "default": {"memory": "128Mi"}}]}})
+    assert made.status == 201, made
+    # SetDefaults_LimitRangeItem: default from max, defaultRequest from default then min
+    assert made.body["spec"]["limits"] == [{
+        "type": "Container", "max": {"cpu": "1"}, "min": {"memory": "16Mi"},
+        "default": {"memory": "128Mi", "cpu": "1"},
+        "defaultRequest": {"memory": "128Mi", "cpu": "1"}}]
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    plain = _pod("plain", None)
+    got = await apiserver.request("POST", pods, json=plain)
+    assert got.status == 201, got
+    assert got.body["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "1", "memory": "128Mi"}, "requests": {"cpu": "1", "memory": "128Mi"}}
+    assert got.body["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu, memory request for container app; "
+        "cpu, memory limit for container app")
+    big = _pod("big", None)
+    big["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2", "memory": "8Mi"}}
+    refused = await apiserver.request("POST", pods, json=big)
+    assert (refused.status, refused.body["message"]) == (
+        403, 'pods "big" is forbidden: [minimum memory usage per Container is 16Mi, but '
+        "request is 8Mi, maximum cpu usage per Container is 1, but limit is 2]")
