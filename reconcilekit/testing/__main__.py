@@ -29,6 +29,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--plain-http", action="store_true",
                         help="serve plain HTTP instead of HTTPS (clients such as kubectl "
                              "then send no bearer token, and are refused as anonymous)")
+    parser.add_argument("--enable-admission-plugins", default="", metavar="NAMES",
+                        help="comma-separated admission plugins kube-apiserver leaves off, "
+                             "to turn on (OwnerReferencesPermissionEnforcement)")
+    parser.add_argument("--controllers", default="*", metavar="NAMES",
+                        help="comma-separated controllers to run, as kube-controller-manager's "
+                             "flag reads them ('*' all, '-name' not this one; default '*')")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be between 0 and 65535, got {args.port}")
@@ -40,7 +46,14 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    server = APIServer(port=args.port, token=args.token, tls=not args.plain_http)
+    try:
+        server = APIServer(port=args.port, token=args.token, tls=not args.plain_http,
+                           controllers=[c for c in args.controllers.split(",") if c],
+                           enable_admission_plugins=[
+                               p for p in args.enable_admission_plugins.split(",") if p])
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     try:
         await server.start()
     except OSError as err:

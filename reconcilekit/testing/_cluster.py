@@ -282,7 +282,9 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
     :class:`APIServer`); a real cluster runs its own.
     """
     if kubeconfig is None and configuration is None:
-        async with APIServer(controllers=controllers) as server:
+        # admission as the test control plane's kube-apiserver has it
+        async with APIServer(controllers=controllers, enable_admission_plugins=(
+                "OwnerReferencesPermissionEnforcement",)) as server:
             cluster = Cluster(server.configuration(), server=server)
             try:
                 yield cluster

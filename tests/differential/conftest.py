@@ -58,7 +58,8 @@ def in_process_kubeconfig(kubectl: str) -> Iterator[Path]:
     kubeconfig = directory / "kubeconfig"
     log = (directory / "server.log").open("w")  # a file: a full pipe would block the server
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reconcilekit.testing", "--kubeconfig-out", str(kubeconfig)],
+        [sys.executable, "-m", "reconcilekit.testing", "--kubeconfig-out", str(kubeconfig),
+         "--enable-admission-plugins=OwnerReferencesPermissionEnforcement"],
         stdout=subprocess.PIPE, stderr=log, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reconcilekit.testing import Cluster, eventually
+from reconcilekit.testing import APIServer, Cluster, eventually
 from reconcilekit.testing.apiserver.machinery.token_authenticator import TokenAuthenticator
 
 RBAC = "rbac.authorization.k8s.io"
@@ -327,3 +327,70 @@ async def test_anonymous_requests_read_only_public_information(apiserver: Cluste
     assert listed.body["message"] == (
         'namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" '
         'in API group "" at the cluster scope')
+
+
+async def test_owner_references_need_delete_permission_where_the_plugin_is_on(
+        apiserver: Cluster) -> None:
+    """OwnerReferencesPermissionEnforcement, on in the test control plane's kube-apiserver
+    and in the pytest plugin's in-process server alike."""
+    ns = apiserver.namespace
+    made = await apiserver.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", json={
+        "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "writer"}})
+    assert made.status == 201, made
+    for path, body in (
+            (f"/apis/{RBAC}/v1/namespaces/{ns}/roles",
+             {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": "cm-writer"},
+              "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                         "verbs": ["get", "create", "update", "patch"]}]}),
+            (f"/apis/{RBAC}/v1/namespaces/{ns}/rolebindings",
+             {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
+              "metadata": {"name": "writer-writes"},
+              "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "cm-writer"},
+              "subjects": [{"kind": "ServiceAccount", "name": "writer", "namespace": ns}]})):
+        assert (await apiserver.request("POST", path, json=body)).status == 201
+    headers = {"Authorization": f"Bearer {await _token(apiserver, 'writer')}"}
+    configmaps = f"/api/v1/namespaces/{ns}/configmaps"
+    created = await apiserver.request("POST", configmaps, headers=headers, json={
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "child"}})
+    assert created.status == 201, created
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "parent",
+             "uid": "6c1e3c1e-0000-4000-8000-000000000001"}
+    refused = await apiserver.request(
+        "PATCH", f"{configmaps}/child", headers=headers,
+        json={"metadata": {"ownerReferences": [owner]}},
+        content_type="application/merge-patch+json")
+    assert (refused.status, refused.body["message"]) == (
+        403, 'configmaps "child" is forbidden: cannot set an ownerRef on a resource you '
+        "can't delete: , <nil>")
+
+
+async def test_owner_reference_enforcement_is_off_by_default_as_in_kube_apiserver() -> None:
+    async with APIServer() as server:
+        cluster = Cluster(server.configuration(), server=server)
+        try:
+            await cluster.request("POST", "/api/v1/namespaces/default/serviceaccounts", json={
+                "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "w"}})
+            await cluster.request("POST", f"/apis/{RBAC}/v1/namespaces/default/rolebindings",
+                                  json={"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
+                                        "metadata": {"name": "w-edits"},
+                                        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole",
+                                                    "name": "edit"},
+                                        "subjects": [{"kind": "ServiceAccount", "name": "w",
+                                                      "namespace": "default"}]})
+            made = await cluster.request(
+                "POST", "/api/v1/namespaces/default/serviceaccounts/w/token",
+                json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                      "spec": {}})
+            headers = {"Authorization": f"Bearer {made.body['status']['token']}"}
+            owned = await cluster.request(
+                "POST", "/api/v1/namespaces/default/configmaps", headers=headers, json={
+                    "apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                        "name": "c", "ownerReferences": [{
+                            "apiVersion": "v1", "kind": "ConfigMap", "name": "p",
+                            "uid": "6c1e3c1e-0000-4000-8000-000000000002",
+                            "blockOwnerDeletion": True}]}})
+            assert owned.status == 201, owned  # no finalizers permission asked
+        finally:
+            await cluster.close()
+    with pytest.raises(ValueError, match=r"unknown admission plugin\(s\) PodSecurityPolicy"):
+        APIServer(enable_admission_plugins=("PodSecurityPolicy",))

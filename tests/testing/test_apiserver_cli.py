@@ -46,3 +46,14 @@ def test_cli_rejects_a_bad_port_with_a_clear_message(tmp_path: Path) -> None:
     assert got.returncode == 2
     assert "--port must be between 0 and 65535" in got.stderr
     assert "Traceback" not in got.stderr
+
+
+@pytest.mark.parametrize(("flag", "said"), [
+    ("--enable-admission-plugins=AlwaysAdmit", "error: unknown admission plugin(s) AlwaysAdmit"),
+    ("--controllers=*,-statefulsets", "error: unknown controller(s) statefulsets")])
+def test_cli_refuses_an_unknown_plugin_or_controller_naming_it(tmp_path: Path, flag: str,
+                                                               said: str) -> None:
+    got = subprocess.run([sys.executable, "-m", "reconcilekit.testing", "--kubeconfig-out",
+                          str(tmp_path / "k"), flag], capture_output=True, text=True, timeout=30)
+    assert got.returncode == 2
+    assert said in got.stderr and "Traceback" not in got.stderr, got.stderr

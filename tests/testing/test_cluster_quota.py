@@ -91,3 +91,26 @@ async def test_a_limit_range_defaults_and_bounds_a_pods_resources(apiserver: Clu
     assert (refused.status, refused.body["message"]) == (
         403, 'pods "big" is forbidden: [minimum memory usage per Container is 16Mi, but '
         "request is 8Mi, maximum cpu usage per Container is 1, but limit is 2]")
+
+
+async def test_a_claim_without_a_class_gets_the_default_one(apiserver: Cluster) -> None:
+    ns = apiserver.namespace
+    made = await apiserver.request("POST", "/apis/storage.k8s.io/v1/storageclasses", json={
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": f"{ns}-standard", "annotations": {
+            "storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": "example.com/none"})
+    assert made.status == 201, made
+    claims = f"/api/v1/namespaces/{ns}/persistentvolumeclaims"
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    try:
+        plain = await apiserver.request("POST", claims, json={
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "plain"},
+            "spec": spec})
+        assert plain.body["spec"]["storageClassName"] == f"{ns}-standard", plain
+        static = await apiserver.request("POST", claims, json={
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "static"},
+            "spec": {**spec, "storageClassName": ""}})
+        assert static.body["spec"]["storageClassName"] == "", static
+    finally:
+        await apiserver.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{ns}-standard")

@@ -41,6 +41,8 @@ from .registry.strategy_table import builtin_strategies
 __all__ = ["APIServer", "served_strategies"]
 
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# kube-apiserver's admission plugins that are off unless --enable-admission-plugins names them
+OPTIONAL_ADMISSION_PLUGINS = frozenset({"OwnerReferencesPermissionEnforcement"})
 
 
 def served_strategies() -> StrategyTable:
@@ -78,7 +80,9 @@ class APIServer:
     "-deployment")`` leaves one out for a test that plays it), acting on the
     server's ``clock`` (a :class:`~reconcilekit.testing.FakeClock` makes their
     deadlines deterministic) and writing through the API as
-    ``kube-controller-manager``. There is no scheduler and no kubelet: Pods
+    ``kube-controller-manager``. ``enable_admission_plugins`` turns on admission
+    plugins kube-apiserver leaves off (``OwnerReferencesPermissionEnforcement``, as
+    the test control plane enables it). There is no scheduler and no kubelet: Pods
     stay Pending until something (a :class:`~reconcilekit.testing.NodeSimulator`)
     binds them and writes their status.
     It needs the ``testing`` extra (``pip install 'reconcilekit[testing]'``):
@@ -104,8 +108,13 @@ class APIServer:
                  watch_buffer: int = 100_000,
                  users: dict[str, str] | None = None, tls: bool = True,
                  sharded_list_watch: bool = True, clock: Clock | None = None,
-                 controllers: Iterable[str] = ("*",)) -> None:
+                 controllers: Iterable[str] = ("*",),
+                 enable_admission_plugins: Iterable[str] = ()) -> None:
         require_testing_extra("reconcilekit.testing.APIServer")
+        plugins = set(enable_admission_plugins)
+        if unknown := sorted(plugins - OPTIONAL_ADMISSION_PLUGINS):
+            raise ValueError(f"unknown admission plugin(s) {', '.join(unknown)}; the ones "
+                             f"off by default: {', '.join(sorted(OPTIONAL_ADMISSION_PLUGINS))}")
         chosen = selected_controllers(controllers, CONTROLLERS)  # a bad name fails first
         self.clock = clock or SystemClock()
         self.token = token or secrets.token_urlsafe(24)
@@ -132,7 +141,8 @@ class APIServer:
         self.requests: Counter[tuple[str, str]] = Counter()
         self._settings = ServerSettings(self._tokens, bookmark_interval, watch_buffer,
                                         lambda: f"127.0.0.1:{self.port}",
-                                        sharded_list_watch)
+                                        sharded_list_watch,
+                                        "OwnerReferencesPermissionEnforcement" in plugins)
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
         ns_type = self.registry.lookup("", "v1", "namespaces")

@@ -160,8 +160,9 @@ class Admission:
     """The admission webhooks of one server, read from its stored configurations."""
 
     def __init__(self, storage: Storage, registry: Registry, client: WebhookClient,
-                 converter: Converter) -> None:
+                 converter: Converter, *, owner_references: bool = False) -> None:
         self.storage = storage
+        self.owner_references = owner_references  # OwnerReferencesPermissionEnforcement
         self.registry = registry
         self.client = client
         self.converter = converter
@@ -328,14 +329,16 @@ class Admission:
     # -- validating ----------------------------------------------------------------------
 
     async def validate(self, attrs: Attributes) -> None:
-        """OwnerReferencesPermissionEnforcement, then the matching validating webhooks,
+        """OwnerReferencesPermissionEnforcement (when enabled), then the matching validating
+        webhooks,
         called concurrently, then ResourceQuota (kube-apiserver's last plugin); raise the
         first refusal (in configuration order) as :class:`StatusError`."""
         r = attrs.rtype.resource
-        check_owner_references(attrs.operation, r.group, r.version, r.plural,
-                               attrs.subresource, attrs.namespace if r.namespaced else "",
-                               attrs.name, attrs.user, attrs.obj, attrs.old, self.registry,
-                               RBACAuthorizer(self.storage.tables))
+        if self.owner_references:
+            check_owner_references(attrs.operation, r.group, r.version, r.plural,
+                                   attrs.subresource, attrs.namespace if r.namespaced else "",
+                                   attrs.name, attrs.user, attrs.obj, attrs.old, self.registry,
+                                   RBACAuthorizer(self.storage.tables))
         await self._validating_webhooks(attrs)
         if attrs.operation == "CREATE" and attrs.obj is not None and not attrs.subresource:
             self.quota.admit_create(attrs.rtype, attrs.namespace, attrs.obj,

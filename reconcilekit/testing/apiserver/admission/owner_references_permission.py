@@ -1,6 +1,8 @@
 """kube-apiserver's OwnerReferencesPermissionEnforcement admission plugin.
 
-Enabled here as the test control plane (and hardened clusters) enable it:
+Off by default, as in kube-apiserver; ``APIServer(enable_admission_plugins=
+("OwnerReferencesPermissionEnforcement",))`` turns it on, as the test control plane
+(and hardened clusters) do, and the pytest plugin's in-process server does:
 a write that changes an object's ``ownerReferences`` needs ``delete`` on the
 object (a create needs nothing: its creator could have not created it), and
 an owner reference that newly sets ``blockOwnerDeletion`` needs ``update``

@@ -64,6 +64,7 @@ class ServerSettings:
     watch_buffer: int
     address: Callable[[], str]
     sharded_list_watch: bool = True  # the ShardedListAndWatch feature gate
+    owner_references_permission: bool = False  # OwnerReferencesPermissionEnforcement on
 
 
 @dataclass(slots=True)

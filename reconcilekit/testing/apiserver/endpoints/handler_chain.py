@@ -115,8 +115,9 @@ class Handler:
         self.settings = settings
         self.webhooks = client = WebhookClient()
         self.converter = Converter(storage, client)
-        self.writes = WritePath(storage, lifecycle, Admission(storage, registry, client,
-                                                              self.converter), self.converter)
+        admission = Admission(storage, registry, client, self.converter,
+                              owner_references=settings.owner_references_permission)
+        self.writes = WritePath(storage, lifecycle, admission, self.converter)
         context = ServerContext(registry, storage, faults, requests, settings)
         chain: Next = self.dispatch
         for step in reversed(FILTERS):

@@ -16,6 +16,7 @@ import orjson
 
 from ....._foundations.go_compat import go_quote
 from ...admission.chain import Admission, Attributes
+from ...admission.default_storage_class import set_default_storage_class
 from ...admission.limit_ranger import apply_limit_ranges
 from ...apiextensions.version_conversion import Converter
 from ...controllers.builtin_controllers import Lifecycle
@@ -196,13 +197,17 @@ class WritePath:
 
     def admit(self, req: ResourceRequest, obj: Obj) -> None:
         """The built-in mutating admission plugins of a create: LimitRanger's defaults and
-        checks for a Pod, then the strategy's (ServiceAccount, default tolerations, ...)."""
+        checks for a Pod, DefaultStorageClass for a claim, then the strategy's
+        (ServiceAccount, default tolerations, ...)."""
         r = req.rtype.resource
         if r.group == "" and r.plural == "pods" and req.namespace:
             table = self.storage.tables.get(("", "limitranges"))
             ranges = [lr for (ns, _), lr in sorted(table.objects.items()) if ns == req.namespace
                       ] if table is not None else []
             apply_limit_ranges(obj, str((obj.get("metadata") or {}).get("name") or ""), ranges)
+        if r.group == "" and r.plural == "persistentvolumeclaims":
+            classes = self.storage.tables.get(("storage.k8s.io", "storageclasses"))
+            set_default_storage_class(obj, classes.objects.values() if classes else ())
         self.strategy(req).admit(obj, req.namespace or "", self.service_account)
 
     def service_account(self, namespace: str, name: str) -> Obj | None:
