@@ -82,6 +82,7 @@ from ..registry.generic_store import Storage
 from ..webhook_client.https_client import CallError, WebhookClient
 from .match_conditions import evaluate
 from .owner_references_permission import check_owner_references
+from .pod_security import PodSecurity
 from .resource_quota import QuotaAdmission
 from .webhook_configurations import GROUP, Webhook, webhooks
 
@@ -169,6 +170,11 @@ class Admission:
         quotas = registry.lookup("", "v1", "resourcequotas")
         assert quotas is not None
         self.quota = QuotaAdmission(storage, quotas)
+        self.pod_security = PodSecurity(self._namespace)
+
+    def _namespace(self, name: str) -> Obj | None:
+        table = self.storage.tables.get(("", "namespaces"))
+        return table.objects.get(("", name)) if table is not None else None
 
     def _webhooks(self, plural: str, rtype: ResourceType) -> list[Webhook]:
         r = rtype.resource
@@ -329,8 +335,8 @@ class Admission:
     # -- validating ----------------------------------------------------------------------
 
     async def validate(self, attrs: Attributes) -> None:
-        """OwnerReferencesPermissionEnforcement (when enabled), then the matching validating
-        webhooks,
+        """OwnerReferencesPermissionEnforcement (when enabled), PodSecurity, then the
+        matching validating webhooks,
         called concurrently, then ResourceQuota (kube-apiserver's last plugin); raise the
         first refusal (in configuration order) as :class:`StatusError`."""
         r = attrs.rtype.resource
@@ -339,6 +345,9 @@ class Admission:
                                    attrs.subresource, attrs.namespace if r.namespaced else "",
                                    attrs.name, attrs.user, attrs.obj, attrs.old, self.registry,
                                    RBACAuthorizer(self.storage.tables))
+        self.pod_security.admit(r.group, r.plural, attrs.operation, attrs.subresource,
+                                attrs.namespace if r.namespaced else "", attrs.name, attrs.obj,
+                                attrs.warnings)
         await self._validating_webhooks(attrs)
         if attrs.operation == "CREATE" and attrs.obj is not None and not attrs.subresource:
             self.quota.admit_create(attrs.rtype, attrs.namespace, attrs.obj,
