@@ -98,14 +98,19 @@ class NodeSimulator:
     ``outcome(pod)`` ends a running Pod whose restart policy lets it end
     (``Never``, ``OnFailure``: a Job's) when it answers ``"Succeeded"`` (its
     containers exit 0) or ``"Failed"`` (exit 1); None (the default) keeps it
-    running. Call :meth:`refresh` after either changes its answer.
+    running; ``crash(pod)`` makes a running Pod's containers crash-loop while it
+    answers True: each exits 1 and is restarted after the kubelet's back-off (10 s
+    doubling to 5 minutes, on ``clock``), ``restartCount`` counting, the Pod not
+    Ready meanwhile (``CrashLoopBackOff``). Call :meth:`refresh` after any of them
+    changes its answer.
     """
 
     def __init__(self, client: Client, *, nodes: int = 3, namespace: str | None = None,
                  node_prefix: str = "sim-node-", workers: int = 4,
                  relist_period: float | None = None, clock: Clock | None = None,
                  ready: Callable[[Obj], bool] | None = None,
-                 outcome: Callable[[Obj], str | None] | None = None) -> None:
+                 outcome: Callable[[Obj], str | None] | None = None,
+                 crash: Callable[[Obj], bool] | None = None) -> None:
         if nodes < 1:
             raise ValueError(f"a node simulator needs at least one node, got {nodes}")
         if workers < 1:
@@ -116,10 +121,11 @@ class NodeSimulator:
         self.workers = workers
         self.ready = ready or (lambda _pod: True)
         self.outcome = outcome or (lambda _pod: None)
+        self.crash = crash or (lambda _pod: False)
         self.clock = clock or SystemClock()
         self.informer = Informer(client, PODS, namespace=namespace,
                                  relist_period=relist_period, clock=self.clock)
-        self._queue: WorkQueue[ObjectKey] = WorkQueue(name="node-simulator")
+        self._queue: WorkQueue[ObjectKey] = WorkQueue(name="node-simulator", clock=self.clock)
         self._tg: anyio.abc.TaskGroup | None = None
         self.bound = self.started = self.finished = 0
         self._registered: list[str] = []
@@ -270,6 +276,11 @@ class NodeSimulator:
         elif phase == "Running" and spec.get("restartPolicy", "Always") != "Always" and (
                 end := self.outcome(pod)) in ("Succeeded", "Failed"):
             await self._end(pod, key, end)
+        elif phase == "Running" and spec.get("restartPolicy", "Always") != "Never" and (
+                self.crash(pod)):
+            await self._crash(pod, key)
+        elif phase == "Running" and _crash_looping(pod):
+            await self._start(pod, key)  # crash() changed its mind: running again
         elif phase == "Running" and _is_ready(pod) != self.ready(pod):
             await self._set_ready(pod, key, not _is_ready(pod))
 
@@ -293,6 +304,8 @@ class NodeSimulator:
         now = _timestamp(self.clock.time())
         ready = self.ready(pod)
         containers = (pod.get("spec") or {}).get("containers") or []
+        restarts = {c.get("name"): int(c.get("restartCount") or 0)
+                    for c in (pod.get("status") or {}).get("containerStatuses") or ()}
         status = {
             "phase": "Running", "startTime": now, "podIP": _pod_ip(key.name),
             "podIPs": [{"ip": _pod_ip(key.name)}], "hostIP": "10.255.0.1",
@@ -302,12 +315,48 @@ class NodeSimulator:
                                      "PodScheduled")],
             "containerStatuses": [{
                 "name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
-                "ready": ready, "started": True, "restartCount": 0,
+                "ready": ready, "started": True, "restartCount": restarts.get(c.get("name"), 0),
                 "state": {"running": {"startedAt": now}}} for c in containers],
         }
         with contextlib.suppress(NotFound):
             await self.client.patch_status(PODS, key.name, {"status": status}, key.namespace)
             self.started += 1
+
+    async def _crash(self, pod: Obj, key: ObjectKey) -> None:
+        """The containers exited 1 again: restarted after the back-off, in CrashLoopBackOff
+        meanwhile."""
+        status = pod.get("status") or {}
+        first = (status.get("containerStatuses") or [{}])[0]
+        restarts = int(first.get("restartCount") or 0)
+        waiting = ((first.get("state") or {}).get("waiting") or {})
+        backoff = min(10.0 * 2 ** max(restarts - 1, 0), 300.0)
+        if waiting.get("reason") == "CrashLoopBackOff":
+            finished = ((first.get("lastState") or {}).get("terminated") or {}).get(
+                "finishedAt")
+            since = (datetime.fromisoformat(finished.replace("Z", "+00:00")).timestamp()
+                     if finished else self.clock.time())
+            left = since + backoff - self.clock.time()
+            if left > 0:
+                self._queue.add_after(key, left)  # not yet time to restart it
+                return
+        now = _timestamp(self.clock.time())
+        conditions = [dict(c, status="False", lastTransitionTime=now) if c.get("type") in (
+            "Ready", "ContainersReady") and c.get("status") != "False" else c
+            for c in status.get("conditions") or ()]
+        delay = int(min(10.0 * 2 ** restarts, 300.0))
+        who = f"{key.name}_{key.namespace}({pod['metadata'].get('uid')})"
+        containers = [dict(c, ready=False, started=False, restartCount=restarts + 1,
+                           lastState={"terminated": {"exitCode": 1, "reason": "Error",
+                                                     "startedAt": now, "finishedAt": now}},
+                           state={"waiting": {
+                               "reason": "CrashLoopBackOff",
+                               "message": f"back-off {delay}s restarting failed container="
+                                          f"{c.get('name')} pod={who}"}})
+                      for c in status.get("containerStatuses") or ()]
+        with contextlib.suppress(NotFound):
+            await self.client.patch_status(PODS, key.name, {"status": {
+                "conditions": conditions, "containerStatuses": containers}}, key.namespace)
+        self._queue.add_after(key, min(10.0 * 2 ** restarts, 300.0))
 
     async def _end(self, pod: Obj, key: ObjectKey, phase: str) -> None:
         """The containers exited (0 for Succeeded, 1 for Failed): the Pod's end."""
@@ -360,6 +409,11 @@ def _allowed_nodes(pod: Obj, nodes: list[str]) -> list[str]:
             names |= picked
         allowed = [n for n in allowed if n in names]
     return allowed
+
+
+def _crash_looping(pod: Obj) -> bool:
+    return any(((c.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"
+               for c in (pod.get("status") or {}).get("containerStatuses") or ())
 
 
 def _is_ready(pod: Obj) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from reconcilekit import Client, NotFound
-from reconcilekit.kinds import PODS
+from reconcilekit.kinds import NODES, PODS
 from reconcilekit.testing import Cluster, FakeClock, NodeSimulator, eventually
 
 SPEC = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}]}
@@ -110,3 +110,57 @@ async def _gone(client: Client, ns: str, name: str) -> bool:
 async def test_node_simulator_refuses_no_nodes(client: Client) -> None:
     with pytest.raises(ValueError, match="at least one node"):
         NodeSimulator(client, nodes=0)
+
+
+async def test_a_container_crash_loops_with_backoff_until_told_otherwise(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    clock = FakeClock()
+    crashing = {"now": False}
+    async with NodeSimulator(client, nodes=1, namespace=ns, clock=clock,
+                             crash=lambda _pod: crashing["now"]) as nodes:
+        await client.create(PODS, _pod("p"), ns)
+        await eventually(lambda: _running(client, ns, "p"), what="p Running")
+        crashing["now"] = True
+        nodes.refresh()
+
+        async def restarts(count: int) -> dict[str, Any] | None:
+            pod = await client.get(PODS, "p", ns)
+            [status] = pod["status"]["containerStatuses"]
+            return status if status["restartCount"] == count else None
+        status = await eventually(lambda: restarts(1), what="the first crash")
+        assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+        assert status["lastState"]["terminated"]["exitCode"] == 1
+        assert not status["ready"]
+        await eventually(lambda: any(d >= clock.monotonic() + 10 for d in clock.deadlines()),
+                         what="the back-off's wait parked")
+        clock.advance(10)
+        await eventually(lambda: restarts(2), what="restarted after 10 s, crashed again")
+        crashing["now"] = False
+        nodes.refresh()
+        await eventually(lambda: restarts(2), what="still two restarts")
+
+        async def running_again() -> bool:
+            pod = await client.get(PODS, "p", ns)
+            [status] = pod["status"]["containerStatuses"]
+            return "running" in status["state"] and status["ready"]
+        await eventually(running_again, what="running again once the crashes stop")
+
+
+async def test_a_simulated_node_goes_not_ready_and_back(apiserver: Cluster,
+                                                        client: Client) -> None:
+    async with NodeSimulator(client, nodes=1, namespace=apiserver.namespace) as nodes:
+        def ready_status(node: dict[str, Any]) -> str:
+            return next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+        node = await client.get(NODES, "sim-node-0")
+        assert ready_status(node) == "True"
+        assert not any(t["key"] == "node.kubernetes.io/not-ready"
+                       for t in (node.get("spec") or {}).get("taints") or ())
+        await nodes.set_node_ready("sim-node-0", False)
+        assert ready_status(await client.get(NODES, "sim-node-0")) == "Unknown"
+        await nodes.set_node_ready("sim-node-0", True)
+        assert ready_status(await client.get(NODES, "sim-node-0")) == "True"
+        with pytest.raises(ValueError, match="not one of the simulated nodes"):
+            await nodes.set_node_ready("elsewhere", True)
+    with pytest.raises(NotFound):  # the Nodes it registered go with it
+        await client.get(NODES, "sim-node-0")
