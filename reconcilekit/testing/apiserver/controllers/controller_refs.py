@@ -10,13 +10,15 @@ the object's uid as precondition, as kube-controller-manager patches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ...._foundations.selectors import LabelSelector
+from ...._foundations.selectors import LabelSelector, SelectorError
+from ..storage.versioned_store import ObjKey
 from .loopback import Loopback, LoopbackError
 
-__all__ = ["claim", "controller_of", "owner_reference"]
+__all__ = ["claim", "controlled_by", "controller_of", "controllers_or_adopters", "own_key",
+           "owner_reference", "selector_of"]
 
 Obj = dict[str, Any]
 _SMP = "application/strategic-merge-patch+json"
@@ -28,6 +30,44 @@ def controller_of(obj: Obj) -> Obj | None:
         if isinstance(ref, dict) and ref.get("controller") is True:
             return ref
     return None
+
+
+def own_key(obj: Obj) -> Iterable[ObjKey]:
+    """An object's own key: what a change to a controller's own kind enqueues."""
+    meta = obj["metadata"]
+    return [(meta.get("namespace", ""), meta["name"])]
+
+
+def controlled_by(kind: str) -> Callable[[Obj], Iterable[ObjKey]]:
+    """The keys of the ``kind`` controlling an object (none if another kind, or none,
+    controls it): what a change to a dependent enqueues."""
+    def keys(obj: Obj) -> Iterable[ObjKey]:
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != kind:
+            return []
+        return [(obj["metadata"].get("namespace", ""), ref["name"])]
+    return keys
+
+
+def controllers_or_adopters(kind: str, owners: Mapping[ObjKey, Obj], obj: Obj
+                            ) -> list[ObjKey]:
+    """The key of the ``kind`` controlling ``obj``; for an orphan, the keys of those of
+    ``owners`` in its namespace whose selector matches it (one of which may adopt it)."""
+    ns = obj["metadata"].get("namespace", "")
+    ref = controller_of(obj)
+    if ref is not None:
+        return [(ns, ref["name"])] if ref.get("kind") == kind else []
+    labels = obj["metadata"].get("labels") or {}
+    return [key for key, owner in owners.items()
+            if key[0] == ns and selector_of(owner).matches(labels)]
+
+
+def selector_of(obj: Obj) -> LabelSelector:
+    """``spec.selector`` as a selector; one that does not parse selects nothing."""
+    try:
+        return LabelSelector.from_dict((obj.get("spec") or {}).get("selector"))
+    except SelectorError:
+        return LabelSelector.nothing()
 
 
 def owner_reference(owner: Obj) -> Obj:

@@ -17,14 +17,14 @@ so a :class:`~reconcilekit.testing.FakeClock` fires a CronJob when advanced.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..machinery.unstructured import epoch_seconds, timestamp
 from ..registry.cron_schedule import next_run
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import KeysOf, Loop
-from .controller_refs import controller_of, owner_reference
+from .controller_refs import controlled_by, controller_of, own_key, owner_reference
 from .loopback import LoopbackError
 
 __all__ = ["CronJobController"]
@@ -45,7 +45,7 @@ class CronJobController(Loop):
     name = "cronjob"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("batch", "cronjobs"): _own_key, ("batch", "jobs"): _cronjob_of_job}
+        return {("batch", "cronjobs"): own_key, ("batch", "jobs"): controlled_by("CronJob")}
 
     async def sync(self, key: ObjKey) -> float | None:
         stored = self.ctx.objects("batch", "cronjobs").get(key)
@@ -186,15 +186,3 @@ def _reference(job: Obj) -> Obj:
     return {"kind": "Job", "namespace": meta["namespace"], "name": meta["name"],
             "uid": meta["uid"], "apiVersion": "batch/v1",
             "resourceVersion": meta.get("resourceVersion", "")}
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]
-
-
-def _cronjob_of_job(job: Obj) -> Iterable[ObjKey]:
-    ref = controller_of(job)
-    if ref is None or ref.get("kind") != "CronJob":
-        return []
-    return [(job["metadata"].get("namespace", ""), ref["name"])]

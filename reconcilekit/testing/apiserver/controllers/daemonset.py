@@ -28,9 +28,9 @@ from typing import Any
 
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import KeysOf, Loop
-from .controller_refs import controller_of, owner_reference
+from .controller_refs import controlled_by, controller_of, own_key, owner_reference
 from .deployment_rollout import template_hash
-from .loopback import LoopbackError
+from .pod_control import create_pod, delete_pod
 from .pod_readiness import is_available, is_ready
 
 __all__ = ["DaemonSetController"]
@@ -108,7 +108,7 @@ class DaemonSetController(Loop):
     name = "daemonset"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("apps", "daemonsets"): _own_key, ("", "pods"): _daemonset_of_pod,
+        return {("apps", "daemonsets"): own_key, ("", "pods"): controlled_by("DaemonSet"),
                 ("", "nodes"): self._every_daemonset}
 
     def _every_daemonset(self, _node: Obj) -> Iterable[ObjKey]:
@@ -187,28 +187,11 @@ class DaemonSetController(Loop):
         for field in ("annotations", "finalizers"):
             if tmeta.get(field):
                 pod_meta[field] = tmeta[field]
-        try:
-            made = await self.ctx.api.request(
-                "POST", f"/api/v1/namespaces/{meta['namespace']}/pods",
-                {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec})
-        except LoopbackError as err:
-            message = err.body.get("message", "") if isinstance(err.body, dict) else ""
-            self.ctx.event(ds, "Warning", "FailedCreate", f"Error creating: {message}",
-                           COMPONENT)
-            raise
-        self.ctx.event(ds, "Normal", "SuccessfulCreate",
-                       f"Created pod: {made['metadata']['name']}", COMPONENT)
+        await create_pod(self.ctx, ds, {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
+                                         "spec": pod_spec}, COMPONENT)
 
     async def _delete(self, ds: Obj, pod: Obj) -> None:
-        name = pod["metadata"]["name"]
-        try:
-            await self.ctx.api.request(
-                "DELETE", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{name}")
-        except LoopbackError as err:
-            if err.status != 404:
-                raise
-            return
-        self.ctx.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {name}", COMPONENT)
+        await delete_pod(self.ctx, ds, pod, COMPONENT)
 
     async def _status(self, ds: Obj, pods: list[Obj], wanted: set[str],
                       revision: str) -> float | None:
@@ -259,16 +242,3 @@ def _node_of(pod: Obj) -> str:
 
 def _label(pod: Obj, key: str) -> str:
     return str((pod["metadata"].get("labels") or {}).get(key, ""))
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]
-
-
-def _daemonset_of_pod(pod: Obj) -> Iterable[ObjKey]:
-    ref = controller_of(pod)
-    if ref is None or ref.get("kind") != "DaemonSet":
-        return []
-    return [(pod["metadata"].get("namespace", ""), ref["name"])]
-

@@ -33,12 +33,18 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...._foundations.selectors import LabelSelector, SelectorError
 from ..machinery.unstructured import epoch_seconds
 from ..storage.versioned_store import ObjKey, TableKey
 from . import deployment_rollout as util
 from .controller_manager import KeysOf, Loop
-from .controller_refs import claim, controller_of, owner_reference
+from .controller_refs import (
+    claim,
+    controller_of,
+    controllers_or_adopters,
+    own_key,
+    owner_reference,
+    selector_of,
+)
 from .loopback import LoopbackError
 
 __all__ = ["DeploymentController"]
@@ -68,17 +74,11 @@ class DeploymentController(Loop):
     name = "deployment"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("apps", "deployments"): _own_key, ("apps", "replicasets"): self._rs_owner,
+        return {("apps", "deployments"): own_key, ("apps", "replicasets"): self._rs_owner,
                 ("", "pods"): self._pod_owner}
 
     def _rs_owner(self, rs: Obj) -> Iterable[ObjKey]:
-        ns = rs["metadata"].get("namespace", "")
-        ref = controller_of(rs)
-        if ref is not None:
-            return [(ns, ref["name"])] if ref.get("kind") == "Deployment" else []
-        labels = rs["metadata"].get("labels") or {}
-        return [key for key, d in self.ctx.objects("apps", "deployments").items()
-                if key[0] == ns and _selector(d).matches(labels)]
+        return controllers_or_adopters("Deployment", self.ctx.objects("apps", "deployments"), rs)
 
     def _pod_owner(self, pod: Obj) -> Iterable[ObjKey]:
         """A Recreate rollout waits for the old Pods to go: their changes wake it."""
@@ -113,7 +113,7 @@ class DeploymentController(Loop):
         path = f"/apis/apps/v1/namespaces/{ns}/replicasets"
         candidates = [rs for rs in self.ctx.objects("apps", "replicasets").values()
                       if rs["metadata"].get("namespace") == ns]
-        rss = await claim(self.ctx.api, d, _selector(d), candidates, path)
+        rss = await claim(self.ctx.api, d, selector_of(d), candidates, path)
         rss.sort(key=_created)
         if d["metadata"].get("deletionTimestamp"):
             new_rs, old_rss = await self._new_and_old(d, rss, create=False)
@@ -533,18 +533,6 @@ class DeploymentController(Loop):
         meta = rs["metadata"]
         return await self.ctx.api.request(
             "PUT", f"/apis/apps/v1/namespaces/{meta['namespace']}/replicasets/{meta['name']}", rs)
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]
-
-
-def _selector(obj: Obj) -> LabelSelector:
-    try:
-        return LabelSelector.from_dict((obj.get("spec") or {}).get("selector"))
-    except SelectorError:
-        return LabelSelector.nothing()
 
 
 def _saturated(d: Obj, rs: Obj) -> bool:

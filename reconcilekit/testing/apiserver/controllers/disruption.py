@@ -20,11 +20,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...._foundations.selectors import LabelSelector, SelectorError
 from ..machinery.unstructured import timestamp
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import KeysOf, Loop
-from .controller_refs import controller_of
+from .controller_refs import controller_of, own_key, selector_of
 from .pod_readiness import is_ready
 
 __all__ = ["DisruptionController"]
@@ -33,13 +32,6 @@ Obj = dict[str, Any]
 _SCALED = {"ReplicaSet": ("apps", "replicasets"), "StatefulSet": ("apps", "statefulsets"),
            "ReplicationController": ("", "replicationcontrollers"),
            "Deployment": ("apps", "deployments")}
-
-
-def _selector(pdb: Obj) -> LabelSelector:
-    try:
-        return LabelSelector.from_dict((pdb.get("spec") or {}).get("selector"))
-    except SelectorError:
-        return LabelSelector.nothing()
 
 
 def _scaled(value: Any, total: int) -> int:
@@ -53,7 +45,7 @@ class DisruptionController(Loop):
     name = "disruption"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("policy", "poddisruptionbudgets"): _own_key, ("", "pods"): self._budgets_of,
+        return {("policy", "poddisruptionbudgets"): own_key, ("", "pods"): self._budgets_of,
                 ("apps", "replicasets"): self._budgets_in_namespace,
                 ("apps", "statefulsets"): self._budgets_in_namespace,
                 ("apps", "deployments"): self._budgets_in_namespace}
@@ -62,7 +54,7 @@ class DisruptionController(Loop):
         ns = pod["metadata"].get("namespace", "")
         labels = pod["metadata"].get("labels") or {}
         return [key for key, pdb in self.ctx.objects("policy", "poddisruptionbudgets").items()
-                if key[0] == ns and _selector(pdb).matches(labels)]
+                if key[0] == ns and selector_of(pdb).matches(labels)]
 
     def _budgets_in_namespace(self, obj: Obj) -> Iterable[ObjKey]:
         ns = obj["metadata"].get("namespace", "")
@@ -95,7 +87,7 @@ class DisruptionController(Loop):
         if pdb is None or pdb["metadata"].get("deletionTimestamp"):
             return None
         spec = pdb.get("spec") or {}
-        selector = _selector(pdb)
+        selector = selector_of(pdb)
         pods = [p for (ns, _), p in sorted(self.ctx.objects("", "pods").items())
                 if ns == key[0] and selector.matches(p["metadata"].get("labels") or {})]
         healthy = sum(1 for p in pods if is_ready(p) and not p["metadata"].get(
@@ -140,8 +132,3 @@ class DisruptionController(Loop):
             "PUT", f"/apis/policy/v1/namespaces/{meta['namespace']}/poddisruptionbudgets/"
             f"{meta['name']}/status", {**copy.deepcopy(pdb), "status": status})
         return None
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]

@@ -24,7 +24,7 @@ from typing import Any
 from ..machinery.unstructured import timestamp
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import KeysOf, Loop
-from .controller_refs import owner_reference
+from .controller_refs import own_key, owner_reference
 from .loopback import LoopbackError
 from .pod_readiness import is_ready
 from .service_backends import backing_pods, may_run, resolve_port, services_selecting, sets_hostname
@@ -63,7 +63,7 @@ class EndpointSliceController(Loop):
     name = "endpointslice"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("", "services"): _own_key, ("", "pods"): self._services_of,
+        return {("", "services"): own_key, ("", "pods"): self._services_of,
                 ("discovery.k8s.io", "endpointslices"): _service_of_slice,
                 ("", "nodes"): self._every_selecting_service}
 
@@ -147,11 +147,6 @@ class EndpointSliceController(Loop):
                 if err.status != 404:
                     raise
         return None
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]
 
 
 def _service_of_slice(obj: Obj) -> Iterable[ObjKey]:

@@ -25,14 +25,15 @@ deletes a finished Job ``ttlSecondsAfterFinished`` after it finished.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..machinery.unstructured import epoch_seconds, timestamp
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import Context, KeysOf, Loop
-from .controller_refs import controller_of, owner_reference
+from .controller_refs import controlled_by, controller_of, own_key, owner_reference
 from .loopback import LoopbackError
+from .pod_control import create_pod, delete_pod
 from .pod_readiness import is_ready
 
 __all__ = ["JobController", "TTLAfterFinishedController"]
@@ -88,7 +89,7 @@ class JobController(Loop):
         self._failures: dict[str, float] = {}  # job uid -> when its last failure was counted
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("batch", "jobs"): _own_key, ("", "pods"): _job_of_pod}
+        return {("batch", "jobs"): own_key, ("", "pods"): controlled_by("Job")}
 
     async def sync(self, key: ObjKey) -> float | None:
         stored = self.ctx.objects("batch", "jobs").get(key)
@@ -293,30 +294,12 @@ class JobController(Loop):
             pod_meta["labels"] = labels
         if annotations:
             pod_meta["annotations"] = annotations
-        try:
-            made = await self.ctx.api.request(
-                "POST", f"/api/v1/namespaces/{meta['namespace']}/pods",
-                {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec})
-        except LoopbackError as err:
-            message = err.body.get("message", "") if isinstance(err.body, dict) else ""
-            self.ctx.event(job, "Warning", "FailedCreate", f"Error creating: {message}",
-                           COMPONENT)
-            raise
-        self.ctx.event(job, "Normal", "SuccessfulCreate",
-                       f"Created pod: {made['metadata']['name']}", COMPONENT)
+        await create_pod(self.ctx, job, {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
+                                          "spec": pod_spec}, COMPONENT)
 
     async def _delete(self, job: Obj, pods: list[Obj]) -> None:
         for pod in pods:
-            name = pod["metadata"]["name"]
-            try:
-                await self.ctx.api.request(
-                    "DELETE", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{name}")
-            except LoopbackError as err:
-                if err.status != 404:
-                    raise
-                continue
-            self.ctx.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {name}",
-                           COMPONENT)
+            await delete_pod(self.ctx, job, pod, COMPONENT)
 
     # -- status ---------------------------------------------------------------------------
 
@@ -374,7 +357,7 @@ class TTLAfterFinishedController(Loop):
     name = "ttl-after-finished"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("batch", "jobs"): _own_key}
+        return {("batch", "jobs"): own_key}
 
     async def sync(self, key: ObjKey) -> float | None:
         job = self.ctx.objects("batch", "jobs").get(key)
@@ -400,15 +383,3 @@ class TTLAfterFinishedController(Loop):
             if err.status not in (404, 409):
                 raise
         return None
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]
-
-
-def _job_of_pod(pod: Obj) -> Iterable[ObjKey]:
-    ref = controller_of(pod)
-    if ref is None or ref.get("kind") != "Job":
-        return []
-    return [(pod["metadata"].get("namespace", ""), ref["name"])]

@@ -19,12 +19,20 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...._foundations.selectors import LabelSelector, SelectorError
+from ...._foundations.selectors import LabelSelector
 from ..machinery.unstructured import epoch_seconds, timestamp
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import KeysOf, Loop
-from .controller_refs import claim, controller_of, owner_reference
+from .controller_refs import (
+    claim,
+    controller_of,
+    controllers_or_adopters,
+    own_key,
+    owner_reference,
+    selector_of,
+)
 from .loopback import LoopbackError
+from .pod_control import create_pod, delete_pod, refusal
 from .pod_readiness import is_active, is_available, is_ready, ready_since
 
 __all__ = ["ReplicaSetController", "pods_of"]
@@ -62,32 +70,26 @@ class ReplicaSetController(Loop):
     name = "replicaset"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("apps", "replicasets"): _own_key, ("", "pods"): self._owner_keys}
+        return {("apps", "replicasets"): own_key, ("", "pods"): self._owner_keys}
 
     def _owner_keys(self, pod: Obj) -> Iterable[ObjKey]:
-        ns = pod["metadata"].get("namespace", "")
-        ref = controller_of(pod)
-        if ref is not None:
-            return [(ns, ref["name"])] if ref.get("kind") == "ReplicaSet" else []
-        labels = pod["metadata"].get("labels") or {}
-        return [key for key, rs in self.ctx.objects("apps", "replicasets").items()
-                if key[0] == ns and _selector(rs).matches(labels)]
+        return controllers_or_adopters("ReplicaSet", self.ctx.objects("apps", "replicasets"), pod)
 
     async def sync(self, key: ObjKey) -> float | None:
         rs = self.ctx.objects("apps", "replicasets").get(key)
         if rs is None:
             return None
         ns = key[0]
-        selector = _selector(rs)
+        selector = selector_of(rs)
         pods_path = f"/api/v1/namespaces/{ns}/pods"
         candidates = [p for p in pods_of(rs, self.ctx.objects("", "pods")) if is_active(p)]
         pods = await claim(self.ctx.api, rs, selector, candidates, pods_path)
         failure = None
         if not rs["metadata"].get("deletionTimestamp"):
-            failure = await self._manage(rs, pods, pods_path)
+            failure = await self._manage(rs, pods)
         return await self._update_status(key, rs, pods, failure)
 
-    async def _manage(self, rs: Obj, pods: list[Obj], path: str) -> tuple[str, str] | None:
+    async def _manage(self, rs: Obj, pods: list[Obj]) -> tuple[str, str] | None:
         """Create or delete Pods toward ``spec.replicas``; (reason, message) of a refusal."""
         spec = rs.get("spec") or {}
         diff = len(pods) - int(spec.get("replicas", 1))
@@ -103,28 +105,15 @@ class ReplicaSetController(Loop):
                     "spec": copy.deepcopy(template.get("spec") or {})}
             for _ in range(-diff):
                 try:
-                    made = await self.ctx.api.request("POST", path, body)
+                    await create_pod(self.ctx, rs, body, COMPONENT)
                 except LoopbackError as err:
-                    message = err.body.get("message", "") if isinstance(err.body, dict) else ""
-                    self.ctx.event(rs, "Warning", "FailedCreate",
-                                   f"Error creating: {message}", COMPONENT)
-                    return "FailedCreate", message
-                self.ctx.event(rs, "Normal", "SuccessfulCreate",
-                               f"Created pod: {made['metadata']['name']}", COMPONENT)
+                    return "FailedCreate", refusal(err)
         elif diff > 0:
             for pod in sorted(pods, key=_deletion_order)[:diff]:
-                pod_name = pod["metadata"]["name"]
                 try:
-                    await self.ctx.api.request("DELETE", f"{path}/{pod_name}")
+                    await delete_pod(self.ctx, rs, pod, COMPONENT)
                 except LoopbackError as err:
-                    if err.status == 404:
-                        continue
-                    message = err.body.get("message", "") if isinstance(err.body, dict) else ""
-                    self.ctx.event(rs, "Warning", "FailedDelete",
-                                   f"Error deleting: {message}", COMPONENT)
-                    return "FailedDelete", message
-                self.ctx.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pod_name}",
-                               COMPONENT)
+                    return "FailedDelete", refusal(err)
         return None
 
     async def _update_status(self, key: ObjKey, rs: Obj, pods: list[Obj],
@@ -169,15 +158,3 @@ class ReplicaSetController(Loop):
                 len(available) != replicas):
             return float(min_ready)
         return None
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]
-
-
-def _selector(obj: Obj) -> LabelSelector:
-    try:
-        return LabelSelector.from_dict((obj.get("spec") or {}).get("selector"))
-    except SelectorError:
-        return LabelSelector.nothing()

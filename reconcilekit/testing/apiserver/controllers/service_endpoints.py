@@ -23,6 +23,7 @@ from typing import Any
 from ..machinery.unstructured import timestamp
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import KeysOf, Loop
+from .controller_refs import own_key
 from .loopback import LoopbackError
 from .pod_readiness import is_ready
 from .service_backends import backing_pods, may_run, resolve_port, services_selecting, sets_hostname
@@ -93,8 +94,8 @@ class EndpointsController(Loop):
     name = "endpoint"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("", "services"): _own_key, ("", "pods"): self._services_of,
-                ("", "endpoints"): _own_key}
+        return {("", "services"): own_key, ("", "pods"): self._services_of,
+                ("", "endpoints"): own_key}
 
     def _services_of(self, pod: Obj) -> Iterable[ObjKey]:
         return services_selecting(self.ctx.objects("", "services"), [pod])
@@ -161,8 +162,3 @@ def _port_hash(port: Obj) -> bytes:
 
 def _managed(endpoints: Obj) -> bool:
     return TRIGGER_TIME in (endpoints["metadata"].get("annotations") or {})
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]

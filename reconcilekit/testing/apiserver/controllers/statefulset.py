@@ -30,11 +30,19 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...._foundations.selectors import LabelSelector, SelectorError
+from ...._foundations.selectors import LabelSelector
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_history import HASH_LABEL, revision_hash, revision_patch, sort_revisions
 from .controller_manager import KeysOf, Loop
-from .controller_refs import claim, controller_of, owner_reference
+from .controller_refs import (
+    claim,
+    controlled_by,
+    controller_of,
+    controllers_or_adopters,
+    own_key,
+    owner_reference,
+    selector_of,
+)
 from .loopback import LoopbackError
 from .pod_readiness import is_available, is_ready
 
@@ -78,17 +86,11 @@ class StatefulSetController(Loop):
     name = "statefulset"
 
     def watches(self) -> Mapping[TableKey, KeysOf]:
-        return {("apps", "statefulsets"): _own_key, ("", "pods"): self._owner_of_pod,
-                ("apps", "controllerrevisions"): _controller_key}
+        return {("apps", "statefulsets"): own_key, ("", "pods"): self._owner_of_pod,
+                ("apps", "controllerrevisions"): controlled_by("StatefulSet")}
 
     def _owner_of_pod(self, pod: Obj) -> Iterable[ObjKey]:
-        ns = pod["metadata"].get("namespace", "")
-        ref = controller_of(pod)
-        if ref is not None:
-            return [(ns, ref["name"])] if ref.get("kind") == "StatefulSet" else []
-        labels = pod["metadata"].get("labels") or {}
-        return [key for key, s in self.ctx.objects("apps", "statefulsets").items()
-                if key[0] == ns and _selector(s).matches(labels)]
+        return controllers_or_adopters("StatefulSet", self.ctx.objects("apps", "statefulsets"), pod)
 
     async def sync(self, key: ObjKey) -> float | None:
         stored = self.ctx.objects("apps", "statefulsets").get(key)
@@ -96,7 +98,7 @@ class StatefulSetController(Loop):
             return None
         sts = copy.deepcopy(stored)
         ns, name = key
-        selector = _selector(sts)
+        selector = selector_of(sts)
         candidates = [p for (pns, _), p in self.ctx.objects("", "pods").items()
                       if pns == ns and _ordinal(name, p) >= 0]
         pods = await claim(self.ctx.api, sts, selector, candidates,
@@ -463,22 +465,3 @@ def _replicas(sts: Obj) -> int:
 
 def _message(err: LoopbackError) -> str:
     return str(err.body.get("message", "")) if isinstance(err.body, dict) else str(err.body)
-
-
-def _own_key(obj: Obj) -> Iterable[ObjKey]:
-    meta = obj["metadata"]
-    return [(meta.get("namespace", ""), meta["name"])]
-
-
-def _controller_key(obj: Obj) -> Iterable[ObjKey]:
-    ref = controller_of(obj)
-    if ref is None or ref.get("kind") != "StatefulSet":
-        return []
-    return [(obj["metadata"].get("namespace", ""), ref["name"])]
-
-
-def _selector(obj: Obj) -> LabelSelector:
-    try:
-        return LabelSelector.from_dict((obj.get("spec") or {}).get("selector"))
-    except SelectorError:
-        return LabelSelector.nothing()
