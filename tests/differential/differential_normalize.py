@@ -78,12 +78,36 @@ def normalize(text: str, namespace: str, generate_names: Iterable[str] = ()) -> 
     text = _RESOURCE_VERSION.sub(r'\1"<RV>"', text)
     text = _DESCRIBED_VERSION.sub(r"\1<RV>", text)
     text = _GO_POINTER.sub("(<POINTER>)", text)
+    text = _go_values(text)
     text = _CMP_MARK.sub(lambda m: m[0].replace("\u00a0", " "), text)
     text = _KLOG.sub(r"\1<KLOG> ", text)
     text = _CLUSTER_IP.sub("<CLUSTER-IP>", text)
     for prefix in generate_names:
         text = re.sub(rf"\b{re.escape(prefix)}{_GENERATED}\b", f"{prefix}<GEN>", text)
     return normalize_tables(_sorted_causes(text))
+
+
+_GO_VALUE = re.compile(r"(?<=Invalid value: )core\.[A-Z]\w*\{")
+
+
+def _go_values(text: str) -> str:
+    """Each Go ``%#v`` rendering of a value of kube-apiserver's internal types in a 422's
+    ``Invalid value:`` (``core.PodTemplateSpec{...}``, which an immutable field's error
+    prints whole) as
+    ``core.TYPE{<GO-VALUE>}``: a dump of Go memory no published schema describes (internal
+    field names and order, zero values, pointers)."""
+    out, start = [], 0
+    for match in _GO_VALUE.finditer(text):
+        if match.start() < start:
+            continue
+        depth, end = 0, match.end() - 1
+        for end in range(match.end() - 1, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        out.append(text[start:match.end()] + "<GO-VALUE>}")
+        start = end + 1
+    return "".join(out) + text[start:]
 
 
 def _sorted_causes(text: str) -> str:

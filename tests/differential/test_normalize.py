@@ -172,3 +172,15 @@ def test_a_422s_causes_are_compared_in_sorted_order() -> None:
             "* spec.replicas: Invalid value\nafter")
     assert normalize(text, "") == ('The Widget "w" is invalid: \n* spec.replicas: Invalid '
                                    "value\n* spec.size: Unsupported value\nafter")
+
+
+def test_go_values_of_internal_types_are_replaced_whole() -> None:
+    kube = ('The Job "once" is invalid: spec.template: Invalid value: core.PodTemplateSpec{'
+            'ObjectMeta:v1.ObjectMeta{Name:"", Labels:map[string]string{"a":"b"}}, Spec:core.'
+            'PodSpec{Volumes:[]core.Volume(nil)}}: field is immutable')
+    ours = ('The Job "once" is invalid: spec.template: Invalid value: core.PodTemplateSpec{...}: '
+            "field is immutable")
+    shown = ('The Job "once" is invalid: spec.template: Invalid value: '
+             "core.PodTemplateSpec{<GO-VALUE>}: field is immutable")
+    assert normalize(kube, "") == normalize(ours, "") == shown
+    assert normalize("v1.ObjectMeta{Name:\"x\"}", "") == "v1.ObjectMeta{Name:\"x\"}"
