@@ -15,7 +15,8 @@ Guarantees:
 * a sync that fails is retried with per-key exponential backoff (5 ms
   doubling to 1000 s, kube-controller-manager's default rate limiter), on
   the server's clock, so a :class:`~reconcilekit.testing.FakeClock` drives
-  every timed retry and every requeue a controller asks for;
+  every timed retry and every requeue a controller asks for; a conflict is
+  retried at once (the write it lost to queued the key again already);
 * an API error is one DEBUG line (a conflict or a refusal is routine for a
   controller); any other exception is a bug and logged with its traceback;
 * controllers are chosen as ``--controllers`` chooses them: ``"*"`` for all,
@@ -220,7 +221,12 @@ class ControllerManager:
                 after = await loop.sync(key)
             except LoopbackError as err:
                 logger.debug("%s: %s/%s: %s", loop.name, key[0], key[1], err)
-                self._retry(queue, key)
+                if err.status == 409:
+                    # changed since read: that write queued the key again already, and the
+                    # next sync reads it afresh (no wait on the clock, fake or not)
+                    queue.add(key)
+                else:
+                    self._retry(queue, key)
             except Exception:
                 logger.exception("%s: syncing %s/%s failed", loop.name, key[0], key[1])
                 self._retry(queue, key)
