@@ -102,7 +102,8 @@ class NodeSimulator:
     answers True: each exits 1 and is restarted after the kubelet's back-off (10 s
     doubling to 5 minutes, on ``clock``), ``restartCount`` counting, the Pod not
     Ready meanwhile (``CrashLoopBackOff``). Call :meth:`refresh` after any of them
-    changes its answer.
+    changes its answer. ``run_for`` (seconds on ``clock``): a Pod that may end and
+    that ``outcome`` leaves running succeeds once it has run that long.
     """
 
     def __init__(self, client: Client, *, nodes: int = 3, namespace: str | None = None,
@@ -110,7 +111,8 @@ class NodeSimulator:
                  relist_period: float | None = None, clock: Clock | None = None,
                  ready: Callable[[Obj], bool] | None = None,
                  outcome: Callable[[Obj], str | None] | None = None,
-                 crash: Callable[[Obj], bool] | None = None) -> None:
+                 crash: Callable[[Obj], bool] | None = None,
+                 run_for: float | None = None) -> None:
         if nodes < 1:
             raise ValueError(f"a node simulator needs at least one node, got {nodes}")
         if workers < 1:
@@ -122,6 +124,7 @@ class NodeSimulator:
         self.ready = ready or (lambda _pod: True)
         self.outcome = outcome or (lambda _pod: None)
         self.crash = crash or (lambda _pod: False)
+        self.run_for = run_for
         self.clock = clock or SystemClock()
         self.informer = Informer(client, PODS, namespace=namespace,
                                  relist_period=relist_period, clock=self.clock)
@@ -274,7 +277,7 @@ class NodeSimulator:
         elif phase not in ("Running", "Succeeded", "Failed"):
             await self._start(pod, key)
         elif phase == "Running" and spec.get("restartPolicy", "Always") != "Always" and (
-                end := self.outcome(pod)) in ("Succeeded", "Failed"):
+                end := self.outcome(pod) or self._ran_out(pod, key)) in ("Succeeded", "Failed"):
             await self._end(pod, key, end)
         elif phase == "Running" and spec.get("restartPolicy", "Always") != "Never" and (
                 self.crash(pod)):
@@ -321,6 +324,18 @@ class NodeSimulator:
         with contextlib.suppress(NotFound):
             await self.client.patch_status(PODS, key.name, {"status": status}, key.namespace)
             self.started += 1
+
+    def _ran_out(self, pod: Obj, key: ObjectKey) -> str | None:
+        """``Succeeded`` once a Pod ran ``run_for`` seconds; until then, look again then."""
+        started = (pod.get("status") or {}).get("startTime")
+        if self.run_for is None or not started:
+            return None
+        left = datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp() + (
+            self.run_for) - self.clock.time()
+        if left > 0:
+            self._queue.add_after(key, left)
+            return None
+        return "Succeeded"
 
     async def _crash(self, pod: Obj, key: ObjectKey) -> None:
         """The containers exited 1 again: restarted after the back-off, in CrashLoopBackOff

@@ -295,3 +295,29 @@ async def test_a_controller_switched_off_leaves_its_kind_to_the_test(client: Cli
 
 async def _pods_of(client: Client, app: str) -> bool:
     return bool((await client.list(PODS, "default", label_selector=f"app={app}"))["items"])
+
+
+@pytest.mark.controllers("*", "-garbagecollector", "-serviceaccount")
+async def test_the_lifecycle_loops_are_chosen_by_their_names_too(apiserver: Cluster,
+                                                                 client: Client) -> None:
+    # no serviceaccount controller: the test makes the account its Pods run as
+    await apiserver.request("POST", "/api/v1/namespaces/default/serviceaccounts", json={
+        "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    owner = await client.create(REPLICA_SETS, {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "owner"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "owner"}},
+                 "template": {"metadata": {"labels": {"app": "owner"}},
+                              "spec": {"containers": [{"name": "app", "image": IMAGE}]}}}},
+        "default")
+    await eventually(lambda: _pods_of(client, "owner"), what="the ReplicaSet's Pod")
+    await client.delete(REPLICA_SETS, "owner", "default")
+    # no garbage collector: the Pod outlives its owner, as with --controllers=*,-garbagecollector
+    [pod] = (await client.list(PODS, "default", label_selector="app=owner"))["items"]
+    assert pod["metadata"]["ownerReferences"][0]["uid"] == owner["metadata"]["uid"]
+    made = await apiserver.request("POST", "/api/v1/namespaces", json={
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}})
+    assert made.status == 201, made
+    accounts = await apiserver.request("GET", "/api/v1/namespaces/fresh/serviceaccounts")
+    assert accounts.body["items"] == []  # no serviceaccount controller: no default account
+    roots = await apiserver.request("GET", "/api/v1/namespaces/fresh/configmaps")
+    assert [c["metadata"]["name"] for c in roots.body["items"]] == ["kube-root-ca.crt"]

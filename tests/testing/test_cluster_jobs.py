@@ -213,3 +213,22 @@ async def test_cronjob_concurrency_and_history_on_the_servers_clock() -> None:
 
 async def _has(jobs: Any, prefix: str, name: str) -> bool:
     return name in await jobs(prefix)
+
+
+async def test_job_pods_succeed_after_the_time_the_simulator_gives_them(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    clock = FakeClock()  # the simulator's: it times the Pod's run
+    async with NodeSimulator(client, nodes=1, namespace=ns, clock=clock, run_for=30):
+        await client.create(JOBS, _job("timed"), ns)
+
+        async def running() -> bool:
+            status = (await client.get(JOBS, "timed", ns)).get("status") or {}
+            return status.get("ready") == 1
+        await eventually(running, within=SETTLE, what="its Pod running")
+        assert await _condition(client, ns, "timed", "Complete") is None
+        await eventually(lambda: any(d >= clock.monotonic() + 29 for d in clock.deadlines()),
+                         what="the Pod's run parked on the clock")
+        clock.advance(30)
+        await eventually(lambda: _condition(client, ns, "timed", "Complete"), within=SETTLE,
+                         what="complete once its Pod ran 30 s")

@@ -20,7 +20,7 @@ from ...webhook._tls_handshakes import stop_tls_site
 from .admission import webhook_configurations
 from .apiextensions import definition_strategy
 from .authorization.bootstrap_policy import bootstrap_objects
-from .controllers.builtin_controllers import Lifecycle
+from .controllers.builtin_controllers import LIFECYCLE_CONTROLLERS, Lifecycle
 from .controllers.controller_manager import ControllerManager, selected_controllers
 from .controllers.controller_set import CONTROLLERS
 from .controllers.loopback import USER as CONTROLLER_MANAGER_USER
@@ -115,7 +115,8 @@ class APIServer:
         if unknown := sorted(plugins - OPTIONAL_ADMISSION_PLUGINS):
             raise ValueError(f"unknown admission plugin(s) {', '.join(unknown)}; the ones "
                              f"off by default: {', '.join(sorted(OPTIONAL_ADMISSION_PLUGINS))}")
-        chosen = selected_controllers(controllers, CONTROLLERS)  # a bad name fails first
+        chosen = selected_controllers(  # a bad name fails first
+            controllers, {*CONTROLLERS, *LIFECYCLE_CONTROLLERS})
         self.clock = clock or SystemClock()
         self.token = token or secrets.token_urlsafe(24)
         self._loopback_token = secrets.token_urlsafe(24)
@@ -133,7 +134,8 @@ class APIServer:
         self.storage = Storage(strategies=served_strategies(), index=owners.update,
                                history_limit=history_limit, now=self.clock.time)
         self.lifecycle = Lifecycle(self.storage, self.registry, owners,
-                                   root_ca=self._certificate.ca_pem.decode())
+                                   root_ca=self._certificate.ca_pem.decode(),
+                                   enabled=chosen & LIFECYCLE_CONTROLLERS)
         self.controller_manager = ControllerManager(
             self.storage, self.registry, self.clock,
             [cls for name, cls in CONTROLLERS.items() if name in chosen])

@@ -6,7 +6,8 @@ without a scheduler or kubelet: :mod:`.crd_establishing` (the apiextensions
 server's), :mod:`.namespace_lifecycle`, :mod:`.garbage_collector`,
 :mod:`.clusterrole_aggregation` and :mod:`.volume_protection`
 (kube-controller-manager's). :class:`Lifecycle` hooks them to the storage's
-writes and removals, and to the DELETEs that start a deletion.
+writes and removals, and to the DELETEs that start a deletion; each can be
+left out by kube-controller-manager's name for it (:data:`LIFECYCLE_CONTROLLERS`).
 """
 
 from __future__ import annotations
@@ -23,20 +24,29 @@ from .namespace_lifecycle import NamespaceController
 from .owner_index import OwnerIndex
 from .volume_protection import VolumeProtection
 
-__all__ = ["Lifecycle"]
+__all__ = ["LIFECYCLE_CONTROLLERS", "Lifecycle"]
+
+# kube-controller-manager's names for the loops played here, as --controllers names them
+LIFECYCLE_CONTROLLERS = frozenset({"garbagecollector", "namespace", "serviceaccount",
+                                   "root-ca-cert-publisher", "clusterrole-aggregation",
+                                   "pvc-protection", "pv-protection"})
 
 
 class Lifecycle:
     """The built-in controllers, called on the storage's hooks and after a DELETE."""
 
     def __init__(self, storage: Storage, registry: Registry, owners: OwnerIndex,
-                 root_ca: str = "") -> None:
+                 root_ca: str = "", enabled: frozenset[str] = LIFECYCLE_CONTROLLERS) -> None:
         self.storage = storage
+        self.enabled = enabled
         self.crds = CRDController(storage, registry)
-        self.namespaces = NamespaceController(storage, registry, root_ca)
+        self.namespaces = NamespaceController(
+            storage, registry, root_ca, account="serviceaccount" in enabled,
+            root_ca_map="root-ca-cert-publisher" in enabled)
         self.garbage_collector = GarbageCollector(storage, registry, owners)
         self.aggregator = ClusterRoleAggregator(storage, registry)
-        self.volumes = VolumeProtection(storage, registry)
+        self.volumes = VolumeProtection(storage, registry, claims="pvc-protection" in enabled,
+                                        volumes="pv-protection" in enabled)
         storage.on_changed.append(self._written)
         storage.on_removed.append(self._removed)
 
@@ -45,10 +55,12 @@ class Lifecycle:
 
     def deletion_started(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         """After a DELETE that did not remove ``obj`` at once."""
-        self.garbage_collector.deletion_started(self.storage.table(rtype), obj)
+        if "garbagecollector" in self.enabled:
+            self.garbage_collector.deletion_started(self.storage.table(rtype), obj)
         self.volumes.changed(self.storage.table(rtype), obj)
         if _is(rtype, "", "namespaces"):
-            self.namespaces.delete_contents(obj["metadata"]["name"])
+            if "namespace" in self.enabled:
+                self.namespaces.delete_contents(obj["metadata"]["name"])
         elif _is(rtype, "apiextensions.k8s.io", "customresourcedefinitions"):
             self.crds.delete_resources(obj)
 
@@ -56,7 +68,8 @@ class Lifecycle:
         self.volumes.changed(table, obj)
         if obj["metadata"].get("deletionTimestamp"):
             return
-        self.garbage_collector.written(table, obj, old)
+        if "garbagecollector" in self.enabled:
+            self.garbage_collector.written(table, obj, old)
         meta = obj["metadata"]
         if table.objects.get((meta.get("namespace", ""), meta["name"])) is not obj:
             return  # collected or changed by the garbage collector meanwhile
@@ -64,20 +77,24 @@ class Lifecycle:
             self.crds.serve(obj)
         elif _is(table.rtype, "", "namespaces"):
             self.namespaces.populate(obj["metadata"]["name"])
-        elif _is(table.rtype, "rbac.authorization.k8s.io", "clusterroles"):
+        elif _is(table.rtype, "rbac.authorization.k8s.io", "clusterroles") and (
+                "clusterrole-aggregation" in self.enabled):
             self.aggregator.changed(obj, old)
 
     def _removed(self, table: Table, obj: dict[str, Any]) -> None:
-        self.garbage_collector.removed(obj)
+        if "garbagecollector" in self.enabled:
+            self.garbage_collector.removed(obj)
         self.volumes.changed(table, obj)
-        if _is(table.rtype, "rbac.authorization.k8s.io", "clusterroles"):
+        if _is(table.rtype, "rbac.authorization.k8s.io", "clusterroles") and (
+                "clusterrole-aggregation" in self.enabled):
             self.aggregator.changed(obj)
         if _is(table.rtype, "apiextensions.k8s.io", "customresourcedefinitions"):
             self.crds.removed(obj)
             return
         namespace = obj["metadata"].get("namespace")
         if namespace:
-            self.namespaces.finish_if_empty(namespace)
+            if "namespace" in self.enabled:
+                self.namespaces.finish_if_empty(namespace)
             if _is(table.rtype, "", "serviceaccounts") or _is(table.rtype, "", "configmaps"):
                 self.namespaces.populate(namespace)
         crd_name = table.rtype.crd_name

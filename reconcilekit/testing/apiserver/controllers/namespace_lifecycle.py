@@ -41,10 +41,15 @@ MANAGER = "kube-controller-manager"
 class NamespaceController:
     """Populates active namespaces and empties terminating ones."""
 
-    def __init__(self, storage: Storage, registry: Registry, root_ca: str = "") -> None:
+    def __init__(self, storage: Storage, registry: Registry, root_ca: str = "", *,
+                 account: bool = True, root_ca_map: bool = True) -> None:
+        """``account``, ``root_ca_map``: whether the serviceaccount and root CA publisher
+        controllers run (each namespace's ``default`` ServiceAccount, ``kube-root-ca.crt``)."""
         self.storage = storage
         self.registry = registry
         self.root_ca = root_ca
+        self._populated = (("serviceaccounts",) if account else ()) + (
+            ("configmaps",) if root_ca_map else ())
         self._syncing: set[str] = set()
 
     def _namespace(self, namespace: str) -> dict[str, Any] | None:
@@ -146,6 +151,8 @@ class NamespaceController:
                             "metadata": {"name": "kube-root-ca.crt"},
                             "data": {"ca.crt": self.root_ca}}))
         for plural, obj in wanted:
+            if plural not in self._populated:
+                continue
             rtype = self.registry.lookup("", "v1", plural)
             assert rtype is not None
             if (namespace, obj["metadata"]["name"]) not in self.storage.table(rtype).objects:

@@ -27,8 +27,11 @@ _MANAGER = "kube-controller-manager"
 class VolumeProtection:
     """Removes the protection finalizers of claims and volumes nothing uses."""
 
-    def __init__(self, storage: Storage, registry: Registry) -> None:
+    def __init__(self, storage: Storage, registry: Registry, *, claims: bool = True,
+                 volumes: bool = True) -> None:
+        """``claims``, ``volumes``: whether pvc-protection and pv-protection run."""
         self.storage = storage
+        self.claims, self.volumes = claims, volumes
         types = {p: registry.lookup("", "v1", p) for p in ("persistentvolumeclaims",
                                                            "persistentvolumes", "pods")}
         assert all(types.values())
@@ -41,15 +44,15 @@ class VolumeProtection:
         if r.group != "":
             return
         namespace = obj["metadata"].get("namespace", "")
-        if r.plural == "persistentvolumeclaims":
+        if r.plural == "persistentvolumeclaims" and self.claims:
             self._release_claims(namespace, {obj["metadata"]["name"]})
-        elif r.plural == "pods":
+        elif r.plural == "pods" and self.claims:
             claims = {v["persistentVolumeClaim"].get("claimName")
                       for v in (obj.get("spec") or {}).get("volumes") or ()
                       if isinstance(v.get("persistentVolumeClaim"), dict)}
             if claims:
                 self._release_claims(namespace, claims)
-        elif r.plural == "persistentvolumes":
+        elif r.plural == "persistentvolumes" and self.volumes:
             self._release_volume(obj["metadata"]["name"])
 
     def _in_use(self, namespace: str, claim: str) -> bool:
