@@ -58,15 +58,18 @@ class Steps:
     def render(self, result: Any) -> str:
         data = self.api.sanitize_for_serialization(result)
         if isinstance(data, dict):
-            for obj in [data, *(data.get("items") or [])]:
-                _drop_controller_state(obj)
+            _drop_controller_state(data)
+            # a List's items carry no kind of their own: the List's names it
+            kind = str(data.get("kind", "")).removesuffix("List")
+            for item in data.get("items") or []:
+                _drop_controller_state(item, kind)
         return json.dumps(data, sort_keys=True, indent=1)
 
 
-def _drop_controller_state(obj: Any) -> None:
+def _drop_controller_state(obj: Any, kind: str = "") -> None:
     if not isinstance(obj, dict):
         return
-    if obj.get("kind") in CONTROLLED:
+    if (obj.get("kind") or kind) in CONTROLLED:
         obj.pop("status", None)
     meta = obj.get("metadata")
     if isinstance(meta, dict):
