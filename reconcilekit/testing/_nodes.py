@@ -103,7 +103,11 @@ class NodeSimulator:
     doubling to 5 minutes, on ``clock``), ``restartCount`` counting, the Pod not
     Ready meanwhile (``CrashLoopBackOff``). Call :meth:`refresh` after any of them
     changes its answer. ``run_for`` (seconds on ``clock``): a Pod that may end and
-    that ``outcome`` leaves running succeeds once it has run that long.
+    that ``outcome`` leaves running succeeds once it has run that long. A Pod
+    being deleted is finished at once, its containers stopping on SIGTERM,
+    unless ``stops(pod)`` says False: then it stays Terminating for its grace
+    period (``deletionGracePeriodSeconds``, on ``clock``), as a kubelet waits
+    before it kills what ignores SIGTERM.
     """
 
     def __init__(self, client: Client, *, nodes: int = 3, namespace: str | None = None,
@@ -112,7 +116,8 @@ class NodeSimulator:
                  ready: Callable[[Obj], bool] | None = None,
                  outcome: Callable[[Obj], str | None] | None = None,
                  crash: Callable[[Obj], bool] | None = None,
-                 run_for: float | None = None) -> None:
+                 run_for: float | None = None,
+                 stops: Callable[[Obj], bool] | None = None) -> None:
         if nodes < 1:
             raise ValueError(f"a node simulator needs at least one node, got {nodes}")
         if workers < 1:
@@ -125,6 +130,8 @@ class NodeSimulator:
         self.outcome = outcome or (lambda _pod: None)
         self.crash = crash or (lambda _pod: False)
         self.run_for = run_for
+        self.stops = stops or (lambda _pod: True)
+        self._terminating: dict[str, float] = {}  # uid -> when its deletion was first seen
         self.clock = clock or SystemClock()
         self.informer = Informer(client, PODS, namespace=namespace,
                                  relist_period=relist_period, clock=self.clock)
@@ -265,7 +272,7 @@ class NodeSimulator:
         meta, spec = pod["metadata"], pod.get("spec") or {}
         node = spec.get("nodeName")
         if meta.get("deletionTimestamp"):
-            if node:
+            if node and not self._stopping(pod, key):
                 with contextlib.suppress(NotFound):
                     await self.client.delete(PODS, key.name, key.namespace, uid=meta.get("uid"),
                                              grace_period_seconds=0)
@@ -324,6 +331,22 @@ class NodeSimulator:
         with contextlib.suppress(NotFound):
             await self.client.patch_status(PODS, key.name, {"status": status}, key.namespace)
             self.started += 1
+
+    def _stopping(self, pod: Obj, key: ObjectKey) -> bool:
+        """Whether a Pod being deleted is still within its grace period, its containers
+        ignoring SIGTERM (``stops`` said False); looked at again when the period ends."""
+        uid = str(pod["metadata"].get("uid"))
+        if self.stops(pod):
+            self._terminating.pop(uid, None)
+            return False
+        seen = self._terminating.setdefault(uid, self.clock.time())
+        grace = pod["metadata"].get("deletionGracePeriodSeconds")
+        left = seen + float(30 if grace is None else grace) - self.clock.time()
+        if left > 0:
+            self._queue.add_after(key, left)
+            return True
+        self._terminating.pop(uid, None)
+        return False
 
     def _ran_out(self, pod: Obj, key: ObjectKey) -> str | None:
         """``Succeeded`` once a Pod ran ``run_for`` seconds; until then, look again then."""

@@ -164,3 +164,22 @@ async def test_a_simulated_node_goes_not_ready_and_back(apiserver: Cluster,
             await nodes.set_node_ready("elsewhere", True)
     with pytest.raises(NotFound):  # the Nodes it registered go with it
         await client.get(NODES, "sim-node-0")
+
+
+async def test_a_pod_that_ignores_sigterm_terminates_after_its_grace_period(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    clock = FakeClock()
+    async with NodeSimulator(client, nodes=1, namespace=ns, clock=clock,
+                             stops=lambda pod: pod["metadata"]["name"] != "stubborn"):
+        await client.create(PODS, _pod("stubborn", terminationGracePeriodSeconds=20), ns)
+        await client.create(PODS, _pod("polite", terminationGracePeriodSeconds=20), ns)
+        for name in ("stubborn", "polite"):
+            await eventually(lambda n=name: _running(client, ns, n), what=f"{name} Running")
+            await client.delete(PODS, name, ns)
+        await eventually(lambda: _gone(client, ns, "polite"), what="polite gone at once")
+        assert (await client.get(PODS, "stubborn", ns))["metadata"]["deletionTimestamp"]
+        await eventually(lambda: any(d >= clock.monotonic() + 19 for d in clock.deadlines()),
+                         what="the grace period's wait parked")
+        clock.advance(20)
+        await eventually(lambda: _gone(client, ns, "stubborn"), what="stubborn gone after 20 s")
