@@ -25,6 +25,7 @@ from ..registry.cron_schedule import next_run
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import KeysOf, Loop
 from .controller_refs import controlled_by, controller_of, own_key, owner_reference
+from .job import job_finished
 from .loopback import LoopbackError
 
 __all__ = ["CronJobController"]
@@ -33,12 +34,6 @@ Obj = dict[str, Any]
 COMPONENT = "cronjob-controller"
 _MAX_MISSED = 100
 
-
-def _finished(job: Obj) -> str | None:
-    for c in (job.get("status") or {}).get("conditions") or ():
-        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
-            return str(c["type"])
-    return None
 
 
 class CronJobController(Loop):
@@ -61,7 +56,7 @@ class CronJobController(Loop):
         active = list(status.get("active") or [])
         listed = {ref.get("uid") for ref in active}
         for job in jobs:
-            done = _finished(job)
+            done = job_finished(job)
             juid = job["metadata"]["uid"]
             if juid not in listed and done is None:
                 active.append(_reference(job))
@@ -163,20 +158,16 @@ class CronJobController(Loop):
                             ("Failed", spec.get("failedJobsHistoryLimit", 1))):
             if limit is None:
                 continue
-            done = sorted((j for j in jobs if _finished(j) == kind),
+            done = sorted((j for j in jobs if job_finished(j) == kind),
                           key=lambda j: ((j.get("status") or {}).get("startTime") or "",
                                          j["metadata"]["name"]))
             for job in done[:max(len(done) - int(limit), 0)]:
                 await self._delete_job(cj, job["metadata"]["name"])
 
     async def _delete_job(self, cj: Obj, name: str) -> None:
-        try:
-            await self.ctx.api.request(
-                "DELETE", f"/apis/batch/v1/namespaces/{cj['metadata']['namespace']}/jobs/{name}",
-                {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"})
-        except LoopbackError as err:
-            if err.status != 404:
-                raise
+        if not await self.ctx.api.delete(
+                f"/apis/batch/v1/namespaces/{cj['metadata']['namespace']}/jobs/{name}",
+                {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}):
             return
         self.ctx.event(cj, "Normal", "SuccessfulDelete", f"Deleted job {name}", COMPONENT)
 

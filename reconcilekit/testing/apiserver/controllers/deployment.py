@@ -407,13 +407,8 @@ class DeploymentController(Loop):
             if _status(rs, "replicas") or util.replicas(rs) or (
                     meta.get("generation", 0) > _status(rs, "observedGeneration")):
                 continue
-            try:
-                await self.ctx.api.request(
-                    "DELETE", f"/apis/apps/v1/namespaces/{meta['namespace']}/replicasets/"
-                    f"{meta['name']}")
-            except LoopbackError as err:
-                if err.status != 404:
-                    raise
+            await self.ctx.api.delete(
+                f"/apis/apps/v1/namespaces/{meta['namespace']}/replicasets/{meta['name']}")
 
     # -- status ---------------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ from ..machinery.unstructured import timestamp
 from ..storage.versioned_store import ObjKey, TableKey
 from .controller_manager import KeysOf, Loop
 from .controller_refs import own_key, owner_reference
-from .loopback import LoopbackError
 from .pod_readiness import is_ready
 from .service_backends import backing_pods, may_run, resolve_port, services_selecting, sets_hostname
 from .service_endpoints import TRIGGER_TIME, service_labels
@@ -141,11 +140,7 @@ class EndpointSliceController(Loop):
             updated["endpoints"], updated["ports"] = endpoints, ports
             await self.ctx.api.request("PUT", f"{path}/{meta['name']}", updated)
         for extra in unused:
-            try:
-                await self.ctx.api.request("DELETE", f"{path}/{extra['metadata']['name']}")
-            except LoopbackError as err:
-                if err.status != 404:
-                    raise
+            await self.ctx.api.delete(f"{path}/{extra['metadata']['name']}")
         return None
 
 

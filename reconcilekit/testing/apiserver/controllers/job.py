@@ -36,7 +36,7 @@ from .loopback import LoopbackError
 from .pod_control import create_pod, delete_pod
 from .pod_readiness import is_ready
 
-__all__ = ["JobController", "TTLAfterFinishedController"]
+__all__ = ["JobController", "TTLAfterFinishedController", "job_finished"]
 
 Obj = dict[str, Any]
 COMPONENT = "job-controller"
@@ -49,7 +49,7 @@ def _phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
-def _finished(job: Obj) -> str | None:
+def job_finished(job: Obj) -> str | None:
     """``Complete`` or ``Failed`` once the Job has that condition, else None."""
     for c in (job.get("status") or {}).get("conditions") or ():
         if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
@@ -105,7 +105,7 @@ class JobController(Loop):
         now = self.ctx.clock.time()
         if await self._count_finished(job, pods):
             return None  # the writes bring this Job back with the counts settled
-        if _finished(job):
+        if job_finished(job):
             return None
         spec = job.get("spec") or {}
         active = [p for p in pods if _phase(p) not in ("Succeeded", "Failed")
@@ -364,7 +364,7 @@ class TTLAfterFinishedController(Loop):
         if job is None or job["metadata"].get("deletionTimestamp"):
             return None
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
-        kind = _finished(job)
+        kind = job_finished(job)
         if ttl is None or kind is None:
             return None
         status = job.get("status") or {}

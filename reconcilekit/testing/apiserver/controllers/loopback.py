@@ -62,6 +62,17 @@ class Loopback:
             raise LoopbackError(method, path, response.status, answer)
         return answer if isinstance(answer, dict) else {}
 
+    async def delete(self, path: str, options: Any = None) -> bool:
+        """DELETE ``path`` (with DeleteOptions ``options``); False if it was gone already,
+        :class:`LoopbackError` for any other refusal."""
+        try:
+            await self.request("DELETE", path, options)
+        except LoopbackError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()

@@ -38,11 +38,10 @@ async def delete_pod(ctx: Context, owner: Obj, pod: Obj, component: str) -> bool
     """Delete ``pod``; False if it was gone already (a refusal raised)."""
     meta = pod["metadata"]
     try:
-        await ctx.api.request("DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/"
-                                        f"{meta['name']}")
-    except LoopbackError as err:
-        if err.status == 404:
+        if not await ctx.api.delete(f"/api/v1/namespaces/{meta['namespace']}/pods/"
+                                    f"{meta['name']}"):
             return False
+    except LoopbackError as err:
         ctx.event(owner, "Warning", "FailedDelete", f"Error deleting: {refusal(err)}",
                   component)
         raise

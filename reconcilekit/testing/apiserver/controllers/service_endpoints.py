@@ -107,11 +107,7 @@ class EndpointsController(Loop):
         path = f"/api/v1/namespaces/{ns}/endpoints"
         if service is None:
             if current is not None and _managed(current):
-                try:
-                    await self.ctx.api.request("DELETE", f"{path}/{name}")
-                except LoopbackError as err:
-                    if err.status != 404:
-                        raise
+                await self.ctx.api.delete(f"{path}/{name}")
             return None
         pods = backing_pods(service, self.ctx.objects("", "pods"))
         if pods is None:

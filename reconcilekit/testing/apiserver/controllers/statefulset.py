@@ -449,13 +449,8 @@ class StatefulSetController(Loop):
         history = [r for r in revisions if r["metadata"]["name"] not in used]
         limit = int((sts.get("spec") or {}).get("revisionHistoryLimit", 10) or 0)
         for revision in history[:max(len(history) - limit, 0)]:
-            try:
-                await self.ctx.api.request(
-                    "DELETE", f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/"
-                    f"{revision['metadata']['name']}")
-            except LoopbackError as err:
-                if err.status != 404:
-                    raise
+            await self.ctx.api.delete(f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/"
+                                      f"{revision['metadata']['name']}")
 
 
 def _replicas(sts: Obj) -> int:
