@@ -10,10 +10,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar, cast
 
 from ._foundations.conflict_retry import http_status, retry_on_conflict
-from ._foundations.objects import Obj, Resource
+from ._foundations.objects import Obj, ObjT, ObjView, Resource
 
 __all__ = [
     "CleanupDone",
@@ -101,7 +101,7 @@ CleanupResult: TypeAlias = CleanupDone[T] | CleanupNotDone[T]
 """What a ``cleanup`` function passed to :func:`finalize` returns."""
 
 
-async def add_finalizer(client: FinalizerClient, resource: Resource, obj: Obj,
+async def add_finalizer(client: FinalizerClient, resource: Resource, obj: ObjView,
                         finalizer: str) -> FinalizerResult:
     """Add ``finalizer`` to ``obj`` unless it is there or the object is being deleted.
 
@@ -153,8 +153,8 @@ async def add_finalizer(client: FinalizerClient, resource: Resource, obj: Obj,
     return await retry_on_conflict(attempt, retriable=_changed_since_read)
 
 
-async def remove_finalizer(client: FinalizerClient, resource: Resource, obj: Obj,
-                           finalizer: str) -> Obj | None:
+async def remove_finalizer(client: FinalizerClient, resource: Resource, obj: ObjT,
+                           finalizer: str) -> ObjT | None:
     """Remove ``finalizer`` (every entry of that name) and nothing else from ``obj``.
 
     Expected flow (each retry starts at step 1 on a fresh read):
@@ -188,7 +188,7 @@ async def remove_finalizer(client: FinalizerClient, resource: Resource, obj: Obj
     name, namespace, uid = _identity(obj)
     read = _reads(client, resource, obj)
 
-    async def attempt() -> Obj | None:
+    async def attempt() -> ObjView | None:
         match current := await read():
             case None:
                 return None
@@ -198,11 +198,12 @@ async def remove_finalizer(client: FinalizerClient, resource: Resource, obj: Obj
                                      namespace, type="json")
         return None if _removed(patched) else patched
 
-    return await retry_on_conflict(attempt, retriable=_changed_since_read)
+    # The answer is the same object as ``obj``, read again: of the same shape.
+    return cast("ObjT | None", await retry_on_conflict(attempt, retriable=_changed_since_read))
 
 
-async def delete_then_release(client: FinalizerClient, resource: Resource, obj: Obj,
-                              finalizer: str) -> Obj | None:
+async def delete_then_release(client: FinalizerClient, resource: Resource, obj: ObjT,
+                              finalizer: str) -> ObjT | None:
     """Delete ``obj``, then remove ``finalizer`` from it: in that order.
 
     Between the two steps the object has a deletionTimestamp, so the API
@@ -250,7 +251,7 @@ async def delete_then_release(client: FinalizerClient, resource: Resource, obj: 
                 return None
             raise
 
-    deleted = await retry_on_conflict(attempt)
+    deleted = cast("ObjT | None", await retry_on_conflict(attempt))  # obj's shape, read again
     if deleted is None:
         return None
     match deleted:
@@ -262,9 +263,9 @@ async def delete_then_release(client: FinalizerClient, resource: Resource, obj: 
             return None
 
 
-async def finalize(client: FinalizerClient, resource: Resource, obj: Obj, name: str, *,
-                   apply: Callable[[Obj], Awaitable[T]],
-                   cleanup: Callable[[Obj], Awaitable[CleanupResult[T]]]
+async def finalize(client: FinalizerClient, resource: Resource, obj: ObjT, name: str, *,
+                   apply: Callable[[ObjT], Awaitable[T]],
+                   cleanup: Callable[[ObjT], Awaitable[CleanupResult[T]]]
                    ) -> T | FinalizeAction:
     """Run ``apply`` or ``cleanup`` for ``obj``, guarded by the finalizer ``name``.
 
@@ -335,22 +336,22 @@ def _changed_since_read(err: BaseException) -> bool:
     return http_status(err) in _RETRY_ON
 
 
-def _finalizers(obj: Obj) -> list[str]:
+def _finalizers(obj: ObjView) -> list[str]:
     return list((obj.get("metadata") or {}).get("finalizers") or ())
 
 
-def _deleting(obj: Obj) -> bool:
+def _deleting(obj: ObjView) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def _removed(obj: Obj) -> bool:
+def _removed(obj: ObjView) -> bool:
     """Whether a write's answer is the last state of an object the server then removed."""
     meta = obj.get("metadata") or {}
     return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and (
         not meta.get("deletionGracePeriodSeconds"))
 
 
-def _identity(obj: Obj) -> tuple[str, str | None, str]:
+def _identity(obj: ObjView) -> tuple[str, str | None, str]:
     """Name, namespace (None if cluster-scoped) and UID of an object read from the server."""
     meta = obj.get("metadata") or {}
     name, uid = meta.get("name"), meta.get("uid")
@@ -373,12 +374,12 @@ async def _reread(client: FinalizerClient, resource: Resource, name: str,
 
 
 def _reads(client: FinalizerClient, resource: Resource,
-           obj: Obj) -> Callable[[], Awaitable[Obj | None]]:
+           obj: ObjView) -> Callable[[], Awaitable[ObjView | None]]:
     """``obj`` on the first call, then a fresh read each call (None once it is gone)."""
     name, namespace, uid = _identity(obj)
-    pending: list[Obj] = [obj]
+    pending: list[ObjView] = [obj]
 
-    async def read() -> Obj | None:
+    async def read() -> ObjView | None:
         if pending:
             return pending.pop()
         return await _reread(client, resource, name, namespace, uid)
@@ -386,7 +387,7 @@ def _reads(client: FinalizerClient, resource: Resource,
     return read
 
 
-def finalizer_ops(obj: Obj, finalizer: str) -> list[Obj]:
+def finalizer_ops(obj: ObjView, finalizer: str) -> list[Obj]:
     """JSON patch operations that add ``finalizer`` to ``obj``, to send with other ops.
 
     For a controller that wants the finalizer to join its first real write
@@ -408,7 +409,7 @@ def finalizer_ops(obj: Obj, finalizer: str) -> list[Obj]:
     return _add_ops(obj, _identity(obj)[2], finalizer)
 
 
-def _add_ops(obj: Obj, uid: str, finalizer: str) -> list[Obj]:
+def _add_ops(obj: ObjView, uid: str, finalizer: str) -> list[Obj]:
     meta = obj["metadata"]
     ops: list[Obj] = [{"op": "test", "path": "/metadata/uid", "value": uid}]
     if isinstance(meta.get("finalizers"), list):
@@ -419,7 +420,7 @@ def _add_ops(obj: Obj, uid: str, finalizer: str) -> list[Obj]:
             {"op": "add", "path": "/metadata/finalizers", "value": [finalizer]}]
 
 
-def _remove_ops(obj: Obj, uid: str, finalizer: str) -> list[Obj]:
+def _remove_ops(obj: ObjView, uid: str, finalizer: str) -> list[Obj]:
     held = obj["metadata"]["finalizers"]
     return [{"op": "test", "path": "/metadata/uid", "value": uid},
             {"op": "test", "path": "/metadata/finalizers", "value": held},

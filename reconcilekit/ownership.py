@@ -4,7 +4,9 @@ The garbage collector (kube-controller-manager's) deletes an object once
 every owner named in its ``metadata.ownerReferences`` is gone, and
 ``Controller.owns()``/``enqueue_owner`` map an object's events to its
 controller owner. The functions follow controller-runtime's
-``controllerutil`` in Python spelling and change ``obj`` in place.
+``controllerutil`` in Python spelling and change ``obj`` in place; ``obj``
+and ``owner`` may be any mapping the API server's JSON decodes to: a plain
+dict or a typed kind (:mod:`reconcilekit.kinds`, a custom kind's shape).
 
 Rules, as controller-runtime and the API server have them:
   * at most one owner reference is the controller (``controller: true``);
@@ -24,7 +26,7 @@ Rules, as controller-runtime and the API server have them:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from ._foundations.objects import Obj
 
@@ -43,7 +45,7 @@ class AlreadyOwnedError(ValueError):
     """The object already has a controller owner other than the one asked for."""
 
 
-def set_controller_reference(owner: Mapping[str, Any], obj: Obj, *,
+def set_controller_reference(owner: Mapping[str, Any], obj: Mapping[str, Any], *,
                              block_owner_deletion: bool = True) -> None:
     """Make ``owner`` the controller of ``obj`` (``controller: true``).
 
@@ -61,31 +63,33 @@ def set_controller_reference(owner: Mapping[str, Any], obj: Obj, *,
             "controller too")
     ref["controller"] = True
     ref["blockOwnerDeletion"] = block_owner_deletion
-    _upsert(obj, ref)
+    _upsert(_mutable(obj), ref)
 
 
-def set_owner_reference(owner: Mapping[str, Any], obj: Obj) -> None:
+def set_owner_reference(owner: Mapping[str, Any], obj: Mapping[str, Any]) -> None:
     """Add ``owner`` as a plain owner of ``obj`` (not its controller), or update it."""
     ref = _reference(owner, obj)
-    for existing in _references(obj):
+    target = _mutable(obj)
+    for existing in _references(target):
         if _same_owner(existing, ref):  # keep what the reference said about control
             for key in ("controller", "blockOwnerDeletion"):
                 if key in existing:
                     ref[key] = existing[key]
-    _upsert(obj, ref)
+    _upsert(target, ref)
 
 
-def remove_owner_reference(owner: Mapping[str, Any], obj: Obj) -> bool:
+def remove_owner_reference(owner: Mapping[str, Any], obj: Mapping[str, Any]) -> bool:
     """Remove ``owner``'s reference from ``obj``; True if there was one."""
     wanted = _identity(owner)
-    refs = _references(obj)
+    target = _mutable(obj)
+    refs = _references(target)
     kept = [r for r in refs if _key(r) != wanted]
     if len(kept) == len(refs):
         return False
     if kept:
-        obj["metadata"]["ownerReferences"] = kept
+        target["metadata"]["ownerReferences"] = kept
     else:
-        obj["metadata"].pop("ownerReferences", None)
+        target["metadata"].pop("ownerReferences", None)
     return True
 
 
@@ -124,6 +128,13 @@ def _reference(owner: Mapping[str, Any], obj: Mapping[str, Any]) -> Obj:
                          f"{owner_ns!r}, {_describe(obj)} in {obj_ns!r}")
     return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"],
             "uid": meta["uid"]}
+
+
+def _mutable(obj: Mapping[str, Any]) -> Obj:
+    """``obj`` as the dict it is at run time (a typed kind is a dict), to change in place."""
+    if not isinstance(obj, dict):
+        raise TypeError(f"the object to change must be a dict, not {type(obj).__name__}")
+    return cast(Obj, obj)
 
 
 def _references(obj: Obj) -> list[Obj]:

@@ -29,6 +29,11 @@ Guarantees:
     event of the change that made it differ wakes the reconciler, whose next
     pass writes it;
   * ``mutate`` may not rename or move the object: ValueError.
+
+Typing: with a typed resource (a :class:`~reconcilekit.TypedResource`, such as
+``reconcilekit.kinds.SERVICES`` or a custom kind's), ``mutate`` may take the
+kind's shape (``def service(obj: Service) -> None``) and the object returned
+is typed so; a ``mutate`` taking ``dict[str, Any]`` works with any resource.
 """
 
 from __future__ import annotations
@@ -37,16 +42,17 @@ import copy
 import enum
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeAlias, overload
 
 from ._client.client import Client
 from ._foundations.conflict_retry import retry_on_conflict
 from ._foundations.errors import AlreadyExists, Conflict, NotFound
-from ._foundations.objects import Obj, Resource
+from ._foundations.objects import Obj, ObjT, Resource, TypedResource
 
 __all__ = ["Mutate", "Outcome", "create_or_patch", "create_or_update", "merge_patch"]
 
-Mutate = Callable[[Obj], Awaitable[None] | None]
+Mutate: TypeAlias = Callable[[ObjT], Awaitable[None] | None]
+"""Changes the object it is given in place (sync or async); ``Mutate[Service]``."""
 
 
 class Outcome(enum.StrEnum):
@@ -57,9 +63,18 @@ class Outcome(enum.StrEnum):
     UNCHANGED = "unchanged"
 
 
+@overload
+async def create_or_update(  # type: ignore[overload-overlap]
+        client: Client, resource: TypedResource[ObjT], name: str, namespace: str | None,
+        mutate: Mutate[ObjT], *, attempts: int = 5,
+        read_through_cache: bool = True) -> tuple[Outcome, ObjT]: ...
+@overload
 async def create_or_update(client: Client, resource: Resource, name: str,
-                           namespace: str | None, mutate: Mutate, *, attempts: int = 5,
-                           read_through_cache: bool = True) -> tuple[Outcome, Obj]:
+                           namespace: str | None, mutate: Mutate[Obj], *, attempts: int = 5,
+                           read_through_cache: bool = True) -> tuple[Outcome, Obj]: ...
+async def create_or_update(client: Client, resource: Resource, name: str,
+                           namespace: str | None, mutate: Mutate[Any], *, attempts: int = 5,
+                           read_through_cache: bool = True) -> tuple[Outcome, Any]:
     """Make the object ``name`` what ``mutate`` says, with an update (PUT) if it exists.
 
     Returns what was done and the object as stored (or as read, unchanged).
@@ -68,16 +83,25 @@ async def create_or_update(client: Client, resource: Resource, name: str,
                            patch=False, cached=read_through_cache)
 
 
+@overload
+async def create_or_patch(  # type: ignore[overload-overlap]
+        client: Client, resource: TypedResource[ObjT], name: str, namespace: str | None,
+        mutate: Mutate[ObjT], *, attempts: int = 5,
+        read_through_cache: bool = True) -> tuple[Outcome, ObjT]: ...
+@overload
 async def create_or_patch(client: Client, resource: Resource, name: str,
-                          namespace: str | None, mutate: Mutate, *, attempts: int = 5,
-                          read_through_cache: bool = True) -> tuple[Outcome, Obj]:
+                          namespace: str | None, mutate: Mutate[Obj], *, attempts: int = 5,
+                          read_through_cache: bool = True) -> tuple[Outcome, Obj]: ...
+async def create_or_patch(client: Client, resource: Resource, name: str,
+                          namespace: str | None, mutate: Mutate[Any], *, attempts: int = 5,
+                          read_through_cache: bool = True) -> tuple[Outcome, Any]:
     """Like :func:`create_or_update`, writing only the changed fields (a merge patch)."""
     return await _converge(client, resource, name, namespace, mutate, attempts,
                            patch=True, cached=read_through_cache)
 
 
 async def _converge(client: Client, resource: Resource, name: str, namespace: str | None,
-                    mutate: Mutate, attempts: int, *, patch: bool,
+                    mutate: Mutate[Any], attempts: int, *, patch: bool,
                     cached: bool) -> tuple[Outcome, Obj]:
     ns = namespace if resource.namespaced else None
     first = True
@@ -114,7 +138,7 @@ async def _converge(client: Client, resource: Resource, name: str, namespace: st
         retriable=lambda err: isinstance(err, Conflict | AlreadyExists))
 
 
-async def _mutate(mutate: Mutate, obj: Obj, name: str, namespace: str | None) -> None:
+async def _mutate(mutate: Mutate[Any], obj: Obj, name: str, namespace: str | None) -> None:
     result = mutate(obj)
     if inspect.isawaitable(result):
         await result

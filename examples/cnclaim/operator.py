@@ -23,19 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import anyio
-
 from reconcilekit import (
-    AlreadyExists,
     Client,
-    Forbidden,
     LeaderElection,
     Manager,
-    NotFound,
     Predicate,
     Sharding,
+    crd,
 )
-from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, PODS
+from reconcilekit.crd import CRDInstallError as CRDInstallError
+from reconcilekit.kinds import PODS
 from reconcilekit.webhook import ServiceReference, WebhookServer
 
 from .admission import add_claim_webhook
@@ -48,6 +45,7 @@ from .resources import CNCLAIMS, CNCLAIMSETS, CNPOOLS
 
 __all__ = [
     "MANIFESTS",
+    "CRDInstallError",
     "OPERATOR_NAMESPACE",
     "OperatorOptions",
     "build_operator",
@@ -189,47 +187,14 @@ def load_crds() -> list[dict[str, Any]]:
     return [kind.crd() for kind in (CNPOOL_KIND, CNCLAIM_KIND, CNCLAIMSET_KIND)]
 
 
-class CRDInstallError(RuntimeError):
-    """The CRDs are missing and could not be installed."""
-
-
 async def install_crds(client: Client, *, wait_seconds: float = 60.0) -> list[str]:
-    """Create each CRD that is missing and wait until all are Established; the names created.
+    """Create each CRD that is missing and wait until all are served; the names created.
 
-    Raises :class:`CRDInstallError` with what to do when this account may
-    not read or create CRDs (the Deployment's service account may not: apply
-    ``manifests/crds.yaml`` with kubectl instead).
+    Raises :class:`~reconcilekit.crd.CRDInstallError` with what to do when
+    this account may not read or create CRDs (the Deployment's service
+    account may not: apply ``manifests/crds.yaml`` with kubectl instead).
     """
-    created = []
-    crds = load_crds()
-    try:
-        for crd in crds:
-            name = crd["metadata"]["name"]
-            try:
-                await client.get(CUSTOM_RESOURCE_DEFINITIONS, name)
-                continue
-            except NotFound:
-                pass
-            try:
-                await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
-                created.append(name)
-                logger.info("installed CRD %s", name)
-            except AlreadyExists:
-                pass
-        with anyio.fail_after(wait_seconds):
-            for crd in crds:
-                name = crd["metadata"]["name"]
-                while not _established(await client.get(CUSTOM_RESOURCE_DEFINITIONS, name)):  # noqa: ASYNC110 (polling)
-                    await anyio.sleep(0.1)
-    except Forbidden as err:
-        raise CRDInstallError(
-            f"cannot install the CRDs ({err}); apply them as a cluster admin: "
-            f"kubectl apply -f {MANIFESTS / 'crds.yaml'}") from None
-    except TimeoutError:
-        raise CRDInstallError(f"the CRDs were not Established within {wait_seconds:g}s") from None
+    created = await crd.install_crds(client, load_crds(), wait_seconds=wait_seconds)
+    for name in created:
+        logger.info("installed CRD %s", name)
     return created
-
-
-def _established(crd: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in (crd.get("status") or {}).get("conditions") or ())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 from reconcilekit import Cache, Client, Manager, NotFound, Reconciler, Request, Result
-from reconcilekit.kinds import CONFIG_MAPS, SECRETS
+from reconcilekit.kinds import CONFIG_MAPS, SECRETS, Secret
 from reconcilekit.ownership import set_controller_reference
 
 
@@ -30,8 +30,9 @@ class CopyToSecret(Reconciler):
         try:
             secret = await self.cache.get(SECRETS, request.name, request.namespace)
         except NotFound:
-            new = {"apiVersion": "v1", "kind": "Secret", "data": data,
-                   "metadata": {"name": request.name, "namespace": request.namespace}}
+            new: Secret = {"apiVersion": "v1", "kind": "Secret", "data": data,
+                           "metadata": {"name": request.name,
+                                        "namespace": request.namespace}}
             set_controller_reference(cm, new)  # it goes when its ConfigMap goes
             await self.client.create(SECRETS, new, request.namespace)
             return Result.done()

@@ -40,6 +40,7 @@ Reading from a cache that is not running raises RuntimeError at once.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar, overload
@@ -384,7 +385,7 @@ class Cache:
                    namespace: str | None = None, *,
                    label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
                    field: tuple[str, str] | None = None,
-                   metadata: Literal[False] = False) -> list[_T]: ...
+                   metadata: Literal[False] = False) -> builtins.list[_T]: ...
     @overload
     async def list(self, resource: Resource, namespace: str | None = None, *,
                    label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
@@ -403,9 +404,19 @@ class Cache:
         informer = await self._synced(resource, metadata, namespace)
         return self._read(informer, namespace, label_selector, field)
 
+    @overload
+    def lookup(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+               namespace: str | None = None, *,
+               label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+               field: tuple[str, str] | None = None,
+               metadata: Literal[False] = False) -> builtins.list[_T]: ...
+    @overload
     def lookup(self, resource: Resource, namespace: str | None = None, *,
                label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
-               field: tuple[str, str] | None = None, metadata: bool = False) -> Objs:
+               field: tuple[str, str] | None = None, metadata: bool = False) -> Objs: ...
+    def lookup(self, resource: Resource, namespace: str | None = None, *,
+               label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
+               field: tuple[str, str] | None = None, metadata: bool = False) -> Any:
         """:meth:`list` without waiting, for mappers (which are synchronous).
 
         Answers from what the informer holds now: before it has synced that

@@ -12,7 +12,17 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, Literal, TypedDict, TypeVar, Unpack, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    cast,
+    overload,
+)
 
 import aiohttp
 
@@ -39,6 +49,9 @@ from .request_options import (
 from .retry import RetryPolicy
 from .transport import ClientStatistics, Params, RequestRecord, Transport
 from .writes import WriteRecord, WriteTracker
+
+if TYPE_CHECKING:
+    from ..kinds.autoscaling_v1 import Scale
 
 __all__ = ["PARTIAL_OBJECT_METADATA", "PARTIAL_OBJECT_METADATA_LIST", "Client",
            "ClientOptions"]
@@ -106,6 +119,8 @@ class Client:
                                     retry=retry, timeout=timeout)
         self._writes = WriteTracker()
         self.read_caches = ReadCaches()
+        self.clock: Final[Clock] = clock
+        """The clock the client waits on (its retries, and helpers that poll through it)."""
 
     # -- construction -----------------------------------------------------------------------
 
@@ -216,8 +231,14 @@ class Client:
         return await self.request("GET", object_path(resource, namespace, name, "get"),
                                   accept=PARTIAL_OBJECT_METADATA if metadata_only else None)
 
+    @overload
+    async def get_status(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                         name: str, namespace: str | None = None) -> _T: ...
+    @overload
     async def get_status(self, resource: Resource, name: str,
-                         namespace: str | None = None) -> dict[str, Any]:
+                         namespace: str | None = None) -> dict[str, Any]: ...
+    async def get_status(self, resource: Resource, name: str,
+                         namespace: str | None = None) -> Any:
         """The object ``name`` read through its ``status`` subresource."""
         path = object_path(resource, namespace, name, "get_status")
         return await self.request("GET", path + "/status")
@@ -340,8 +361,14 @@ class Client:
 
     # -- writes -----------------------------------------------------------------------------
 
+    @overload
+    async def create(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                     obj: Mapping[str, Any], namespace: str | None = None) -> _T: ...
+    @overload
     async def create(self, resource: Resource, obj: Mapping[str, Any],
-                     namespace: str | None = None) -> dict[str, Any]:
+                     namespace: str | None = None) -> dict[str, Any]: ...
+    async def create(self, resource: Resource, obj: Mapping[str, Any],
+                     namespace: str | None = None) -> Any:
         """Create ``obj`` (in ``namespace``, else its ``metadata.namespace``); the stored object.
 
         ``apiVersion`` and ``kind`` are filled in from ``resource`` when missing.
@@ -356,7 +383,12 @@ class Client:
         self._writes.observe("create", resource, created)
         return created
 
-    async def update(self, resource: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
+    @overload
+    async def update(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                     obj: Mapping[str, Any]) -> _T: ...
+    @overload
+    async def update(self, resource: Resource, obj: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def update(self, resource: Resource, obj: Mapping[str, Any]) -> Any:
         """Replace the object (PUT); ``metadata.resourceVersion``, if set, makes it conditional.
 
         Raises :class:`Conflict` when the object changed since that version.
@@ -366,17 +398,33 @@ class Client:
         self._writes.observe("update", resource, updated)
         return updated
 
-    async def update_status(self, resource: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
+    @overload
+    async def update_status(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                            obj: Mapping[str, Any]) -> _T: ...
+    @overload
+    async def update_status(self, resource: Resource,
+                            obj: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def update_status(self, resource: Resource, obj: Mapping[str, Any]) -> Any:
         """Replace the object's status through the ``status`` subresource (PUT)."""
         updated = await self.request("PUT", path_of(resource, obj, "update_status") + "/status",
                                      body=with_type(resource, obj))
         self._writes.observe("update_status", resource, updated)
         return updated
 
+    @overload
+    async def patch(self, resource: TypedResource[_T], name: str, patch: Any,
+                    namespace: str | None = None, *, type: str = "merge",
+                    field_manager: str | None = None, force: bool | None = None
+                    ) -> _T: ...
+    @overload
     async def patch(self, resource: Resource, name: str, patch: Any,
                     namespace: str | None = None, *, type: str = "merge",
                     field_manager: str | None = None, force: bool | None = None
-                    ) -> dict[str, Any]:
+                    ) -> dict[str, Any]: ...
+    async def patch(self, resource: Resource, name: str, patch: Any,
+                    namespace: str | None = None, *, type: str = "merge",
+                    field_manager: str | None = None, force: bool | None = None
+                    ) -> Any:
         """Patch the object ``name``; the patched object.
 
         ``type`` is ``"merge"`` (RFC 7386, a dict), ``"json"`` (RFC 6902, a list
@@ -388,9 +436,17 @@ class Client:
         return await self._patch("patch", resource, name, patch, namespace, type,
                                  field_manager, force, "")
 
+    @overload
+    async def apply(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                    obj: Mapping[str, Any], namespace: str | None = None, *,
+                    field_manager: str, force: bool = False, dry_run: bool = False) -> _T: ...
+    @overload
     async def apply(self, resource: Resource, obj: Mapping[str, Any],
                     namespace: str | None = None, *, field_manager: str, force: bool = False,
-                    dry_run: bool = False) -> dict[str, Any]:
+                    dry_run: bool = False) -> dict[str, Any]: ...
+    async def apply(self, resource: Resource, obj: Mapping[str, Any],
+                    namespace: str | None = None, *, field_manager: str, force: bool = False,
+                    dry_run: bool = False) -> Any:
         """Server-side apply ``obj``, the full intent of ``field_manager``; the result.
 
         The object is created if missing. Fields another manager owns with a
@@ -411,13 +467,57 @@ class Client:
         return await self._patch("patch", resource, str(name), obj, namespace or ns, "apply",
                                  field_manager, force, "", dry_run=dry_run)
 
+    @overload
+    async def patch_status(self, resource: TypedResource[_T], name: str, patch: Any,
+                           namespace: str | None = None, *, type: str = "merge",
+                           field_manager: str | None = None, force: bool | None = None
+                           ) -> _T: ...
+    @overload
     async def patch_status(self, resource: Resource, name: str, patch: Any,
                            namespace: str | None = None, *, type: str = "merge",
                            field_manager: str | None = None, force: bool | None = None
-                           ) -> dict[str, Any]:
+                           ) -> dict[str, Any]: ...
+    async def patch_status(self, resource: Resource, name: str, patch: Any,
+                           namespace: str | None = None, *, type: str = "merge",
+                           field_manager: str | None = None, force: bool | None = None
+                           ) -> Any:
         """Like :meth:`patch`, through the ``status`` subresource."""
         return await self._patch("patch_status", resource, name, patch, namespace, type,
                                  field_manager, force, "/status")
+
+    # -- the scale subresource ---------------------------------------------------------------
+
+    async def get_scale(self, resource: Resource, name: str,
+                        namespace: str | None = None) -> Scale:
+        """The object's ``autoscaling/v1`` Scale (``spec.replicas``, ``status.replicas``
+        and ``status.selector``), read through its ``scale`` subresource.
+
+        Any resource with a scale subresource has one: Deployments, ReplicaSets,
+        StatefulSets, ReplicationControllers, and custom resources whose CRD
+        declares ``subresources.scale``. Others answer :class:`NotFound`.
+        """
+        path = object_path(resource, namespace, name, "get_scale") + "/scale"
+        return cast("Scale", await self.request("GET", path))
+
+    async def update_scale(self, resource: Resource, scale: Mapping[str, Any]) -> Scale:
+        """Replace the Scale (PUT), named by its ``metadata``; its ``metadata.
+        resourceVersion``, if set, makes the write conditional (:class:`Conflict`
+        when the object changed since). Only ``spec.replicas`` is written."""
+        body = {"apiVersion": "autoscaling/v1", "kind": "Scale", **scale}
+        updated = await self.request("PUT", path_of(resource, scale, "update_scale") + "/scale",
+                                     body=body)
+        self._writes.observe("update_scale", resource, updated)
+        return cast("Scale", updated)
+
+    async def patch_scale(self, resource: Resource, name: str, patch: Any,
+                          namespace: str | None = None, *, type: str = "merge") -> Scale:
+        """Patch the Scale of the object ``name``, e.g. ``{"spec": {"replicas": 5}}``
+        (what ``kubectl scale`` sends); ``type`` as for :meth:`patch` (not ``"apply"``)."""
+        if type == "apply":
+            raise ValueError("patch_scale: server-side apply of a Scale is not supported; "
+                             "use a merge or JSON patch")
+        return cast("Scale", await self._patch("patch_scale", resource, name, patch, namespace,
+                                               type, None, None, "/scale"))
 
     async def _patch(self, verb: str, resource: Resource, name: str, patch: Any,
                      namespace: str | None, type: str, field_manager: str | None,

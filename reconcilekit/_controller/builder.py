@@ -16,11 +16,11 @@ before it creates the controller.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from .._cache.cache import Cache
 from .._cache.scope import CacheScope
-from .._foundations.objects import Resource
+from .._foundations.objects import ObjT, Resource, TypedResource
 from .._workqueue.rate_limiters import RateLimiter
 from .controller import Controller
 from .mappers import Mapper, enqueue_object, enqueue_owner
@@ -47,8 +47,8 @@ class ControllerHost(Protocol):
 @dataclass(frozen=True, slots=True)
 class _Watch:
     resource: Resource
-    mapper: Mapper | None  # None: the controlling owner, of the for_ kind
-    predicates: tuple[Predicate, ...]
+    mapper: Mapper[Any] | None  # None: the controlling owner, of the for_ kind
+    predicates: tuple[Predicate[Any], ...]
     metadata: bool
     scope: CacheScope | None  # None: the manager's scope for the resource
 
@@ -69,7 +69,13 @@ class ControllerBuilder:
         self._name = name
         return self
 
+    @overload
+    def for_(self, resource: TypedResource[ObjT], *predicates: Predicate[ObjT],
+             scope: CacheScope | None = None) -> ControllerBuilder: ...
+    @overload
     def for_(self, resource: Resource, *predicates: Predicate,
+             scope: CacheScope | None = None) -> ControllerBuilder: ...
+    def for_(self, resource: Resource, *predicates: Predicate[Any],
              scope: CacheScope | None = None) -> ControllerBuilder:
         """Reconcile objects of ``resource`` (those in ``scope``, if given).
 
@@ -82,7 +88,13 @@ class ControllerBuilder:
         self._for = _Watch(resource, None, predicates, False, scope)
         return self
 
+    @overload
+    def owns(self, resource: TypedResource[ObjT], *predicates: Predicate[ObjT],
+             scope: CacheScope | None = None) -> ControllerBuilder: ...
+    @overload
     def owns(self, resource: Resource, *predicates: Predicate,
+             scope: CacheScope | None = None) -> ControllerBuilder: ...
+    def owns(self, resource: Resource, *predicates: Predicate[Any],
              scope: CacheScope | None = None) -> ControllerBuilder:
         """Reconcile the controlling owner (of the ``for_`` kind) of objects of ``resource``.
 
@@ -92,7 +104,15 @@ class ControllerBuilder:
         self._watches.append(_Watch(resource, None, predicates, False, scope))
         return self
 
+    @overload
+    def watches(self, resource: TypedResource[ObjT], mapper: Mapper[ObjT],
+                *predicates: Predicate[ObjT], metadata: bool = False,
+                scope: CacheScope | None = None) -> ControllerBuilder: ...
+    @overload
     def watches(self, resource: Resource, mapper: Mapper, *predicates: Predicate,
+                metadata: bool = False, scope: CacheScope | None = None
+                ) -> ControllerBuilder: ...
+    def watches(self, resource: Resource, mapper: Mapper[Any], *predicates: Predicate[Any],
                 metadata: bool = False, scope: CacheScope | None = None) -> ControllerBuilder:
         """Reconcile what ``mapper(obj)`` returns for events of ``resource``.
 

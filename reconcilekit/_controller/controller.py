@@ -134,8 +134,8 @@ class Controller:
 
     # -- watches -----------------------------------------------------------------------
 
-    def watch(self, resource: Resource, mapper: Mapper, *,
-              predicates: Iterable[Predicate] = (), metadata: bool = False) -> None:
+    def watch(self, resource: Resource, mapper: Mapper[Any], *,
+              predicates: Iterable[Predicate[Any]] = (), metadata: bool = False) -> None:
         """Enqueue ``mapper(obj)`` for every event of ``resource`` that passes ``predicates``.
 
         Update events enqueue what both the old and the new object map to, so

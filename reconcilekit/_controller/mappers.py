@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
+from .._foundations.objects import ObjViewT_contra
 from .reconciler import Request
 
 __all__ = ["Mapper", "enqueue_object", "enqueue_owner"]
 
-Mapper = Callable[[Mapping[str, Any]], Iterable[Request]]
+Mapper: TypeAlias = Callable[[ObjViewT_contra], Iterable[Request]]
+"""From an object to the requests to reconcile; ``Mapper[Website]`` reads a typed kind,
+the bare ``Mapper`` any object."""
 
 
 def enqueue_object(obj: Mapping[str, Any]) -> list[Request]:

@@ -4,14 +4,21 @@ A predicate answers for each kind of event; the controller drops the events
 any of its predicates refuses. Deletion always passes
 :func:`generation_changed`: an object whose ``deletionTimestamp`` has just
 been set is reconciled, so a finalizer is never left unprocessed.
+
+A predicate is generic over the objects it reads: ``Predicate[Website]``
+(from ``predicate(create=lambda w: w["spec"]["replicas"] > 0)`` on a function
+typed for ``Website``) is accepted for a watch of a typed Website resource;
+the bare ``Predicate`` (every built-in one here) reads any object, so it is
+accepted for every watch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
+from .._foundations.objects import ObjT, ObjView, ObjViewT_contra
 from .._foundations.selectors import LabelSelector
 
 __all__ = [
@@ -27,7 +34,6 @@ __all__ = [
     "resource_version_changed",
 ]
 
-ObjView = Mapping[str, Any]  # a read-only view of an object: predicates never write
 
 
 def _always(*_: ObjView) -> bool:
@@ -35,18 +41,20 @@ def _always(*_: ObjView) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Predicate:
-    """Filters for create, update(old, new) and delete events (all pass by default)."""
+class Predicate(Generic[ObjViewT_contra]):
+    """Filters for create, update(old, new) and delete events (all pass by default).
 
-    create: Callable[[ObjView], bool] = _always
-    update: Callable[[ObjView, ObjView], bool] = _always
-    delete: Callable[[ObjView], bool] = _always
+    Predicates only read: the objects they are given are the cache's."""
+
+    create: Callable[[ObjViewT_contra], bool] = _always
+    update: Callable[[ObjViewT_contra, ObjViewT_contra], bool] = _always
+    delete: Callable[[ObjViewT_contra], bool] = _always
 
 
-def predicate(*, create: Callable[[ObjView], bool] | None = None,
-              update: Callable[[ObjView, ObjView], bool] | None = None,
-              delete: Callable[[ObjView], bool] | None = None) -> Predicate:
-    """A custom predicate; what is not given passes."""
+def predicate(*, create: Callable[[ObjT], bool] | None = None,
+              update: Callable[[ObjT, ObjT], bool] | None = None,
+              delete: Callable[[ObjT], bool] | None = None) -> Predicate[ObjT]:
+    """A custom predicate; what is not given passes. Typed as its functions are."""
     return Predicate(create or _always, update or _always, delete or _always)
 
 
@@ -98,21 +106,21 @@ def resource_version_changed() -> Predicate:
         _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")))
 
 
-def all_of(*predicates: Predicate) -> Predicate:
+def all_of(*predicates: Predicate[ObjT]) -> Predicate[ObjT]:
     """Passes when every one passes."""
     return Predicate(lambda o: all(p.create(o) for p in predicates),
                      lambda a, b: all(p.update(a, b) for p in predicates),
                      lambda o: all(p.delete(o) for p in predicates))
 
 
-def any_of(*predicates: Predicate) -> Predicate:
+def any_of(*predicates: Predicate[ObjT]) -> Predicate[ObjT]:
     """Passes when at least one passes."""
     return Predicate(lambda o: any(p.create(o) for p in predicates),
                      lambda a, b: any(p.update(a, b) for p in predicates),
                      lambda o: any(p.delete(o) for p in predicates))
 
 
-def negate(p: Predicate) -> Predicate:
+def negate(p: Predicate[ObjT]) -> Predicate[ObjT]:
     """Passes when ``p`` does not."""
     return Predicate(lambda o: not p.create(o), lambda a, b: not p.update(a, b),
                      lambda o: not p.delete(o))

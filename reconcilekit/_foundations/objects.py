@@ -6,14 +6,30 @@ here deserializes into models.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias
 
-__all__ = ["Obj", "ObjectKey", "Resource", "TypedResource", "object_key", "resource_version_of"]
+if sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:  # a TypeVar's default (PEP 696) before Python 3.13
+    from typing_extensions import TypeVar
+
+__all__ = ["Obj", "ObjT", "ObjView", "ObjViewT_contra", "ObjectKey", "Resource", "TypedResource",
+           "object_key", "resource_version_of"]
 
 Obj: TypeAlias = dict[str, Any]
 """A Kubernetes object as decoded JSON (``apiVersion``, ``kind``, ``metadata``, ...)."""
+ObjView: TypeAlias = Mapping[str, Any]
+"""An object read, not written: a plain dict or a typed kind's ``TypedDict``."""
+ObjT = TypeVar("ObjT", bound=Mapping[str, Any])
+"""The type of an object a helper takes and gives back: ``dict[str, Any]``, or a typed
+kind (a ``TypedDict``, which is a dict at run time), so that the helper keeps it typed."""
+ObjViewT_contra = TypeVar("ObjViewT_contra", bound=Mapping[str, Any], contravariant=True,
+                          default=Mapping[str, Any])
+"""The objects a callback reads (a predicate, a mapper): any mapping unless said
+(``Predicate[Website]``), so a bare ``Predicate`` takes every object."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -21,10 +21,13 @@ the CustomResourceDefinition::
                           versions=[Version("v1", Website, storage=True)])
     WEBSITES.crd()        # the CustomResourceDefinition, a dict
     WEBSITES.resource     # a TypedResource[Website]
+    await install_crds(client, [WEBSITES])  # created, Established, and listing
 
 See the "Custom kinds" page of the documentation for every marker.
 """
 
+from ._crd_install import CRDInstallError as CRDInstallError
+from ._crd_install import install_crds as install_crds
 from ._custom_kind import CustomKind as CustomKind
 from ._custom_kind import CustomKindResource as CustomKindResource
 from ._custom_kind import PrinterColumn as PrinterColumn
@@ -54,6 +57,7 @@ from ._markers import Rule as Rule
 from ._markers import marked as marked
 
 __all__ = [
+    "CRDInstallError",
     "CustomKind",
     "CustomKindResource",
     "Default",
@@ -80,5 +84,6 @@ __all__ = [
     "Rule",
     "Scale",
     "Version",
+    "install_crds",
     "marked",
 ]

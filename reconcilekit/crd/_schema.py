@@ -16,7 +16,19 @@ Python                         schema
 ``dict[str, Any]``, ``dict``   ``type: object``, ``x-kubernetes-preserve-unknown-fields``
 ``Any``                        any value: ``x-kubernetes-preserve-unknown-fields``
 a ``TypedDict``                ``type: object`` with ``properties`` and ``required``
+``kinds.Condition``            metav1.Condition as kubebuilder writes it (below)
+``kinds.ObjectMeta``           name, namespace, labels, annotations, finalizers
 =============================  =====================================================
+
+The two shapes of :mod:`reconcilekit.kinds` a kind commonly embeds get the
+schema kubebuilder gives their Go types: a ``Condition`` has its five
+required fields validated as kube-apiserver validates ``metav1.Condition``
+(``type`` a qualified name of at most 316 characters, ``status`` one of
+True, False, Unknown, ``reason`` CamelCase of 1 to 1024, ``message`` at
+most 32768, ``lastTransitionTime`` a date-time, ``observedGeneration`` at
+least 0), and a ``list[Condition]`` is a list map keyed by ``type`` (so
+server-side apply merges conditions by type); an ``ObjectMeta`` below the
+root (a template's) keeps the fields kubebuilder's embedded ObjectMeta keeps.
 
 A field is required unless ``NotRequired[...]`` (or the class is
 ``total=False`` and the field not ``Required[...]``). A class's docstring is
@@ -43,6 +55,15 @@ import types
 import typing
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
 
+from ..conditions import (
+    CONDITION_MESSAGE_MAX_LENGTH,
+    CONDITION_REASON_MAX_LENGTH,
+    CONDITION_REASON_PATTERN,
+    CONDITION_STATUSES,
+    CONDITION_TYPE_MAX_LENGTH,
+    CONDITION_TYPE_PATTERN,
+)
+from ..kinds.meta_v1 import Condition, ObjectMeta
 from ._markers import Description, Marker, Schema, class_markers
 
 __all__ = ["shape_schema"]
@@ -170,9 +191,17 @@ class _Builder:
             return _enum(list(get_args(tp)), where, "Literal")
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return _enum([member.value for member in tp], where, _name(tp))
+        if tp is Condition:
+            return _condition_schema()
+        if tp is ObjectMeta:
+            return _embedded_metadata_schema()
         if origin is list:
             (item,) = get_args(tp)
-            return {"type": "array", "items": self.field(item, f"{where}[*]")}
+            schema = {"type": "array", "items": self.field(item, f"{where}[*]")}
+            if (item.__origin__ if get_origin(item) is Annotated else item) is Condition:
+                schema.update({"x-kubernetes-list-map-keys": ["type"],
+                               "x-kubernetes-list-type": "map"})
+            return schema
         if origin is dict or tp is dict:
             key, value = get_args(tp) or (str, Any)
             if key is not str:
@@ -206,6 +235,37 @@ class _Builder:
         if nullable:
             schema["nullable"] = True
         return schema
+
+
+def _condition_schema() -> Schema:
+    """metav1.Condition, as kubebuilder generates it (and kube-apiserver validates it)."""
+    return {
+        "type": "object",
+        "description": "One aspect of the object's current state (metav1.Condition).",
+        "properties": {
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "message": {"type": "string", "maxLength": CONDITION_MESSAGE_MAX_LENGTH},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "reason": {"type": "string", "maxLength": CONDITION_REASON_MAX_LENGTH,
+                       "minLength": 1, "pattern": CONDITION_REASON_PATTERN},
+            "status": {"type": "string", "enum": list(CONDITION_STATUSES)},
+            "type": {"type": "string", "maxLength": CONDITION_TYPE_MAX_LENGTH,
+                     "pattern": CONDITION_TYPE_PATTERN},
+        },
+        "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+    }
+
+
+def _embedded_metadata_schema() -> Schema:
+    """An ObjectMeta below the root, as kubebuilder's ``generateEmbeddedObjectMeta``."""
+    strings = {"type": "object", "additionalProperties": {"type": "string"}}
+    return {"type": "object", "properties": {
+        "annotations": strings,
+        "finalizers": {"type": "array", "items": {"type": "string"}},
+        "labels": dict(strings),
+        "name": {"type": "string"},
+        "namespace": {"type": "string"},
+    }}
 
 
 def _enum(values: list[Any], where: str, what: str) -> Schema:

@@ -19,7 +19,7 @@ from reconcilekit.kinds import (
 )
 from reconcilekit.testing import Cluster, NodeSimulator, eventually
 
-from kvstore_operator import KVSTORE_CRD, KVSTORES, build
+from kvstore_operator import KVSTORES, KVSTORES_KIND, build
 
 SETTLE = 60.0  # seconds: a bound on kube-controller-manager's pace, not a timing
 
@@ -31,10 +31,19 @@ async def _get(client: Client, resource: Resource, name: str, ns: str) -> dict[s
         return None
 
 
+async def _claims_released(client: Client, ns: str) -> tuple[str, ...] | None:
+    """Once the KVStore is gone: the claims left, each of them being deleted."""
+    if await _get(client, KVSTORES, "kv", ns) is not None:
+        return None
+    claims = (await client.list(PERSISTENT_VOLUME_CLAIMS, ns))["items"]
+    assert all(c["metadata"].get("deletionTimestamp") for c in claims), claims
+    return ("released", *(c["metadata"]["name"] for c in claims))
+
+
 async def test_a_kvstore_runs_its_replicas_keeps_a_quorum_and_goes_with_its_owner(
         apiserver: Cluster) -> None:
     ns = apiserver.namespace
-    await apiserver.install_crd(KVSTORE_CRD)
+    await apiserver.install_crd(KVSTORES_KIND.crd())
     async with Client(apiserver.configuration) as client, \
             NodeSimulator(client, nodes=3, namespace=ns):
         manager = build(client, namespace=ns)
@@ -68,13 +77,18 @@ async def test_a_kvstore_runs_its_replicas_keeps_a_quorum_and_goes_with_its_owne
                                       what="one disruption allowed")
             assert (status["desiredHealthy"], status["expectedPods"]) == (2, 3)
 
-            await client.patch(KVSTORES, "kv", {"spec": {"replicas": 1}}, ns)
+            scale = await client.get_scale(KVSTORES, "kv", ns)
+            assert (scale["spec"].get("replicas"), scale["status"]["replicas"]) == (3, 3)
+            await client.patch_scale(KVSTORES, "kv", {"spec": {"replicas": 1}}, ns)
             await eventually(lambda: ready(1), within=SETTLE, what="scaled to one")
             await eventually(lambda: budget(0, 1), within=SETTLE, what="none allowed")
             assert (await client.get(STATEFUL_SETS, "kv", ns))["spec"]["replicas"] == 1
-            manager.stop()
 
-        await client.delete(KVSTORES, "kv", ns)
+            await client.delete(KVSTORES, "kv", ns)
+            _, *left = await eventually(lambda: _claims_released(client, ns), within=SETTLE,
+                                        what="the KVStore's finalizer deleting its claims")
+            assert set(left) <= {"data-kv-0", "data-kv-1", "data-kv-2"}
+            manager.stop()
 
         async def collected() -> bool:
             return all([await _get(client, kind, "kv", ns) is None

@@ -4,6 +4,12 @@ deleted CRD's custom resources deleted before the CRD goes.
 * Establishing: a created CRD is served at once and its status gains the
   NamesAccepted and Established conditions (a second write, as on a cluster);
   ``storedVersions`` keeps every version ever stored.
+* Naming: a CRD whose plural, singular or short names, kind or list kind are
+  already accepted for another CRD of its group is not served: NamesAccepted
+  is False with kube-apiserver's reason (``PluralConflict``, ...,
+  ``ListKindConflict``: the last conflict found, in that order) and message
+  (``"Widget" is already in use``), and Established False (``NotAccepted``)
+  until the conflict goes (it is looked at again when a CRD of the group goes).
 * Cleanup: a deleted CRD deletes its custom resources (those with finalizers
   wait for them), and stops being served once they are gone.
 """
@@ -31,6 +37,13 @@ class CRDController:
     def serve(self, crd: dict[str, Any]) -> None:
         """Serve ``crd``'s versions and mark it NamesAccepted and Established."""
         spec = crd["spec"]
+        old = crd.get("status") or {}
+        established = any(c.get("type") == "Established" and c.get("status") == "True"
+                          for c in old.get("conditions") or ())
+        conflict = self._name_conflict(crd)
+        if conflict is not None and not established:
+            self._refuse(crd, *conflict)
+            return
         served = crd_types(crd)
         for rtype in served:
             self.registry.add(rtype)
@@ -38,10 +51,7 @@ class CRDController:
             stored = next((v["name"] for v in spec["versions"] if v.get("storage")), None)
             chosen = next((t for t in served if t.resource.version == stored), served[-1])
             self.storage.table(chosen).serve_as(chosen)
-        names = dict(spec["names"])
-        names.setdefault("singular", names["kind"].lower())
-        names.setdefault("listKind", f"{names['kind']}List")
-        old = crd.get("status") or {}
+        names = _requested_names(crd)
         since = {c.get("type"): c.get("lastTransitionTime")
                  for c in old.get("conditions") or () if c.get("status") == "True"}
         now = timestamp(self.storage.now())
@@ -58,6 +68,46 @@ class CRDController:
         status = {"conditions": conditions, "acceptedNames": names,
                   "storedVersions": previous + stored}
         self.storage.replace_status(self._crd_type(), "", crd["metadata"]["name"], status)
+
+    def _name_conflict(self, crd: dict[str, Any]) -> tuple[str, str] | None:
+        """The reason and message of the last of ``crd``'s names another CRD of its group
+        has accepted, in kube-apiserver's order; None when there is none."""
+        group, name = crd["spec"]["group"], crd["metadata"]["name"]
+        resources: set[str] = set()
+        kinds: set[str] = set()
+        for other in self._crds():
+            if other["metadata"]["name"] == name or other["spec"]["group"] != group:
+                continue
+            accepted = (other.get("status") or {}).get("acceptedNames") or {}
+            resources.update(n for n in (accepted.get("plural"), accepted.get("singular"),
+                                         *(accepted.get("shortNames") or ())) if n)
+            kinds.update(n for n in (accepted.get("kind"), accepted.get("listKind")) if n)
+        names = _requested_names(crd)
+        checks = [("PluralConflict", names["plural"], resources),
+                  ("SingularConflict", names["singular"], resources),
+                  *(("ShortNamesConflict", short, resources)
+                    for short in names.get("shortNames") or ()),
+                  ("KindConflict", names["kind"], kinds),
+                  ("ListKindConflict", names["listKind"], kinds)]
+        found = [(reason, f'"{value}" is already in use')
+                 for reason, value, taken in checks if value in taken]
+        return found[-1] if found else None
+
+    def _refuse(self, crd: dict[str, Any], reason: str, message: str) -> None:
+        old = crd.get("status") or {}
+        now = timestamp(self.storage.now())
+        status = {"conditions": [
+            {"type": "NamesAccepted", "status": "False", "reason": reason, "message": message,
+             "lastTransitionTime": now},
+            {"type": "Established", "status": "False", "reason": "NotAccepted",
+             "message": "not all names are accepted", "lastTransitionTime": now}],
+            "acceptedNames": old.get("acceptedNames") or {"plural": "", "kind": ""},
+            "storedVersions": old.get("storedVersions") or []}
+        self.storage.replace_status(self._crd_type(), "", crd["metadata"]["name"], status)
+
+    def _crds(self) -> list[dict[str, Any]]:
+        table = self.storage.tables.get(("apiextensions.k8s.io", "customresourcedefinitions"))
+        return list(table.objects.values()) if table is not None else []
 
     def delete_resources(self, crd: dict[str, Any]) -> None:
         """A CRD's deletion started: delete its custom resources, then the CRD if none is left."""
@@ -76,6 +126,12 @@ class CRDController:
         owned = self.storage.tables.get((crd["spec"]["group"], crd["spec"]["names"]["plural"]))
         if owned is not None:
             self.storage.drop_table(owned)
+        for other in self._crds():  # a name it held may now be free for another
+            conditions = (other.get("status") or {}).get("conditions") or ()
+            if other["spec"]["group"] == crd["spec"]["group"] and any(
+                    c.get("type") == "NamesAccepted" and c.get("status") == "False"
+                    for c in conditions):
+                self.serve(other)
 
     def finish_if_empty(self, crd_name: str) -> None:
         """Remove a CRD being deleted once no custom resource of it is left."""
@@ -92,3 +148,11 @@ class CRDController:
         rtype = self.registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         assert rtype is not None
         return rtype
+
+
+def _requested_names(crd: dict[str, Any]) -> dict[str, Any]:
+    """The CRD's ``spec.names`` with the singular and list kind defaulted."""
+    names = dict(crd["spec"]["names"])
+    names.setdefault("singular", names["kind"].lower())
+    names.setdefault("listKind", f"{names['kind']}List")
+    return names
