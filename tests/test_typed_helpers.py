@@ -1,4 +1,4 @@
-"""The helpers keep a typed kind typed: ``mypy --strict`` on ``typing/helpers_typed.py``
+"""The helpers keep a typed kind typed: ``mypy --strict`` on ``typed_kinds/helpers_typed.py``
 reports exactly the errors its ``# E:`` comments expect (a misspelled field, a callback
 for another kind) and nothing on the lines that use every helper with no cast."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mypy import api
 
-CHECKED = Path(__file__).parent / "typing" / "helpers_typed.py"
+CHECKED = Path(__file__).parent / "typed_kinds" / "helpers_typed.py"
 EXPECTED = re.compile(r"#\s*E:\s*(.+)$")
 REPORTED = re.compile(r"^[^:]+:(\d+): error: (.*)$")
 
