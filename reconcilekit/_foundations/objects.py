@@ -92,11 +92,11 @@ class Resource:
         return self._hash
 
 
-T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class TypedResource(Resource, Generic[T]):
+class TypedResource(Resource, Generic[T_co]):
     """A :class:`Resource` whose objects the type checker knows the shape of.
 
     ``T`` is a ``TypedDict`` (the built-in kinds' shapes are in
@@ -105,6 +105,11 @@ class TypedResource(Resource, Generic[T]):
     misspelled field. At run time nothing changes: the objects are the same
     plain dicts, and a ``TypedResource`` equals the ``Resource`` with the same
     fields.
+
+    ``T_co`` is covariant: a ``TypedResource[ConfigMap]`` is a
+    ``TypedResource[ConfigMap | None]``, so a read whose expected type is wider
+    (``return await client.get(CONFIG_MAPS, ...)`` in a function returning
+    ``ConfigMap | None``) still picks the typed overload.
     """
 
 

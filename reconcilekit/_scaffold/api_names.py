@@ -37,9 +37,10 @@ _WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]
 # own (its class, `<Kind>Spec`, `<Kind>Status`, `<Kind>Reconciler`, `<PLURAL>`,
 # `<PLURAL>_KIND`): a kind or plural spelled like one would shadow it.
 _TAKEN: Final = frozenset({
-    "AlreadyOwnedError", "Annotated", "Any", "AsyncIterator", "CONFIG_MAPS", "Cache",
-    "CleanupDone", "CleanupResult", "Client", "Cluster", "CustomKind", "Description",
-    "FINALIZER", "GROUP", "Manager", "NotFound", "NotRequired", "Obj", "ObjectMeta",
+    "AlreadyOwnedError", "Annotated", "AsyncIterator", "CONFIG_MAPS", "Cache",
+    "CleanupDone", "CleanupResult", "Client", "Cluster", "Condition", "ConfigMap",
+    "CustomKind", "Description", "FINALIZER", "GROUP", "Manager", "NotFound", "NotRequired",
+    "ObjectMeta",
     "Permission", "PrinterColumn", "RESOURCE", "Reconciler", "Request", "Result",
     "TypedDict", "Version",
 })

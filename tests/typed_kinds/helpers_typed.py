@@ -53,6 +53,14 @@ async def reads(client: Client, cache: Cache) -> None:
     del listed, looked, fresh, status, replicas, wrong
 
 
+async def maybe(client: Client) -> ConfigMap | None:  # a wider expected type: still typed
+    return await client.get(CONFIG_MAPS, "c", "ns")
+
+
+async def another_kind(client: Client) -> ConfigMap | None:
+    return await client.get(DEPLOYMENTS, "web", "ns")  # E: Incompatible return value
+
+
 async def writes(client: Client, deployment: Deployment) -> None:
     created: Deployment = await client.create(DEPLOYMENTS, deployment)
     updated: Deployment = await client.update(DEPLOYMENTS, deployment)
