@@ -1,13 +1,23 @@
 """``python -m reconcilekit``: commands for an operator's project.
 
-``manifests MODULE:CALLABLE --out DIR``: import ``MODULE``, call
-``CALLABLE(client)`` with a :class:`~reconcilekit.Client` that is never
-connected, and write the RBAC, webhook and CRD manifests of the
-:class:`~reconcilekit.Manager` it returns into ``DIR`` (docs/manifests.md).
+``manifests MODULE:CALLABLE --out DIR [OPTIONS] [-- ARG...]``: import
+``MODULE``, call ``CALLABLE(client)`` with a :class:`~reconcilekit.Client`
+that is never connected, and write the manifests that deploy the
+:class:`~reconcilekit.Manager` it returns into ``DIR`` (docs/manifests.md):
+its RBAC, Deployment, webhook Service and certificate, CRDs and a
+kustomization.yaml; the ``ARG``s after ``--`` are the container's arguments.
 ``--check`` writes nothing and fails when the files in ``DIR`` differ.
 
-Exit status: 0 done (or up to date), 1 the files differ (``--check``) or the
-target failed, 2 bad arguments or a target that cannot be used.
+``init DIR --domain D [--group G --version V --kind K]`` writes a new operator
+project, and ``create kind --group G --version V --kind K`` adds a kind to one
+(docs/scaffolding.md).
+
+Each command is one function that adds its subparser to the parser
+(:data:`COMMANDS`) and sets the function that runs it.
+
+Exit status: 0 done (or up to date), 1 the files differ (``--check``), the
+target failed or its manager cannot be deployed as asked (the message says
+why), 2 bad arguments or a target that cannot be used.
 """
 
 from __future__ import annotations
@@ -19,14 +29,22 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from . import _scaffold
 from ._client.client import Client
 from ._manager.manager import Manager
-from ._manifests import ManifestError, manifest_names, manifests, with_header
+from ._manifests.deploy_options import (
+    CERTIFICATES,
+    DeploymentOptions,
+    ManifestError,
+    check_image,
+    parse_resources,
+)
+from ._manifests.manifests import manifest_names, manifests, with_header
 from .rbac import InvalidPermission
 
-__all__ = ["generate_manifests", "main"]
+__all__ = ["COMMANDS", "generate_manifests", "main"]
 
 _UNCONNECTED_HOST = "https://unconnected.invalid"
 
@@ -35,16 +53,20 @@ class TargetError(Exception):
     """The MODULE:CALLABLE cannot give a manager; the message says why."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m reconcilekit",
-                                     description="Commands for a reconcilekit operator.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    gen = commands.add_parser(
-        "manifests", help="write the operator's RBAC, webhook and CRD manifests",
-        description="Write rbac.yaml (and webhook.yaml, crds.yaml when there is something "
-                    "to put in them) for the Manager that MODULE:CALLABLE builds. CALLABLE "
-                    "is called with one argument, a Client that is never connected, and "
-                    "returns the Manager, wired as the operator runs in its Deployment.")
+def _add_manifests(commands: Any) -> None:
+    """``manifests``: its subparser, run by :func:`_manifests`."""
+    gen: argparse.ArgumentParser = commands.add_parser(
+        "manifests", help="write the manifests that deploy the operator",
+        usage="python -m reconcilekit manifests MODULE:CALLABLE --out DIR [options] "
+              "[-- ARG ...]",
+        description="Write rbac.yaml, deployment.yaml and kustomization.yaml (and "
+                    "webhook.yaml, crds.yaml when there is something to put in them) for the "
+                    "Manager that MODULE:CALLABLE builds; deploy them with kubectl apply -k "
+                    "DIR. CALLABLE is called with one argument, a Client that is never "
+                    "connected, and returns the Manager, wired as the operator runs in its "
+                    "Deployment. The ARGs after -- are the container's arguments (none: the "
+                    "image's CMD).")
+    gen.set_defaults(run=_manifests, parser=gen, takes_args=True)
     gen.add_argument("target", metavar="MODULE:CALLABLE",
                      help="e.g. examples.website.operator:build")
     gen.add_argument("--out", metavar="DIR", required=True, help="the directory to write into")
@@ -54,12 +76,53 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--service-account", metavar="NAME",
                      help="the operator's ServiceAccount (default: --name)")
     gen.add_argument("--name", metavar="NAME",
-                     help="the name of its roles, bindings and Service labels (default: the "
-                          "Manager's name)")
+                     help="the name of its Deployment, roles, bindings and Services "
+                          "(default: the Manager's name)")
+    gen.add_argument("--image", metavar="IMAGE",
+                     help="the operator's image (default: NAME:latest, to retag with "
+                          "kustomize edit set image NAME=REGISTRY/NAME:TAG)")
+    gen.add_argument("--replicas", metavar="N",
+                     help="the Deployment's replicas (default 1; more need leader election "
+                          "or sharding)")
+    gen.add_argument("--requests", metavar="cpu=Q,memory=Q",
+                     help=f"the container's requests (default "
+                          f"{_resources_text(DeploymentOptions().requests)}; '' for none)")
+    gen.add_argument("--limits", metavar="cpu=Q,memory=Q",
+                     help=f"the container's limits (default "
+                          f"{_resources_text(DeploymentOptions().limits)}; '' for none)")
+    gen.add_argument("--certificates", choices=CERTIFICATES,
+                     help="how the webhook server gets its certificate: from cert-manager "
+                          "(default), or self-signed by the server, whose manager writes its CA "
+                          "into the configurations")
     gen.add_argument("--check", action="store_true",
                      help="write nothing; exit 1 naming the files that differ from what "
                           "would be written")
+
+
+def _add_scaffolding(commands: Any) -> None:
+    """``init`` and ``create kind``: :mod:`._scaffold`'s subparsers, run by it."""
+    _scaffold.add_commands(commands)
+    for name in _scaffold.COMMANDS:
+        parser = commands.choices[name]
+        parser.set_defaults(run=_scaffold.run, parser=parser, takes_args=False)
+
+
+COMMANDS: Final[tuple[Callable[[Any], None], ...]] = (_add_manifests, _add_scaffolding)
+"""Each adds one command's subparser, with ``run`` (args -> exit status), ``parser`` (its
+own, for its errors) and ``takes_args`` (whether it takes arguments after ``--``)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m reconcilekit",
+                                     description="Commands for a reconcilekit operator.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
     return parser
+
+
+def _resources_text(values: Any) -> str:
+    return ",".join(f"{k}={v}" for k, v in values.items())
 
 
 def load_target(target: str) -> Callable[[Client], Any]:
@@ -108,9 +171,10 @@ async def build_manager(build: Callable[[Client], Any], target: str) -> tuple[Ma
 
 
 def generate_manifests(target: str, *, command: str, namespace: str | None = None,
-                       service_account: str | None = None,
-                       name: str | None = None) -> dict[str, str]:
-    """File name -> YAML text for the manager ``target`` builds (what ``manifests`` writes).
+                       service_account: str | None = None, name: str | None = None,
+                       options: DeploymentOptions | None = None) -> dict[str, str]:
+    """File name -> YAML text for the manager ``target`` builds (what ``manifests`` writes),
+    its Deployment as ``options`` say (default: :class:`DeploymentOptions`'s defaults).
 
     Raises TargetError or ManifestError (both with a message for the user).
     """
@@ -121,27 +185,60 @@ def generate_manifests(target: str, *, command: str, namespace: str | None = Non
         try:
             names = manifest_names(manager, name=name, namespace=namespace,
                                    service_account=service_account)
-            return with_header(manifests(manager, names), command)
+            return with_header(manifests(manager, names, options), command)
         finally:
             await client.close()
 
     return asyncio.run(generate())
 
 
+_WORDS: Final = ("namespace", "service_account", "name", "image", "replicas", "requests",
+                 "limits", "certificates")
+
+
 def _command_line(args: argparse.Namespace) -> str:
     words = ["python", "-m", "reconcilekit", "manifests", args.target, "--out", args.out]
-    for option in ("namespace", "service_account", "name"):
+    for option in _WORDS:
         value = getattr(args, option)
-        if value:
+        if value is not None:
             words += [f"--{option.replace('_', '-')}", value]
+    if args.args:
+        words += ["--", *args.args]
     return shlex.join(words)
+
+
+def _deployment_options(args: argparse.Namespace) -> DeploymentOptions:
+    """The Deployment's options from the command line; ManifestError naming a bad one."""
+    given: dict[str, Any] = {"args": tuple(args.args)}
+    if args.image is not None:
+        given["image"] = check_image(args.image)
+    if args.replicas is not None:
+        try:
+            given["replicas"] = int(args.replicas)
+        except ValueError:
+            raise ManifestError(f"--replicas: {args.replicas!r} is not a whole number") from None
+    for option in ("requests", "limits"):
+        text = getattr(args, option)
+        if text is not None:
+            try:
+                given[option] = parse_resources(text)
+            except ManifestError as err:
+                raise ManifestError(f"--{option}: {err}") from None
+    if args.certificates is not None:
+        given["certificates"] = args.certificates
+    return DeploymentOptions(**given)
 
 
 def _manifests(args: argparse.Namespace) -> int:
     command = _command_line(args)
     try:
+        options = _deployment_options(args)
+    except ManifestError as err:
+        args.parser.error(str(err))
+    try:
         files = generate_manifests(args.target, command=command, namespace=args.namespace,
-                                   service_account=args.service_account, name=args.name)
+                                   service_account=args.service_account, name=args.name,
+                                   options=options)
     except TargetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -169,10 +266,19 @@ def _manifests(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "manifests":
-        return _manifests(args)
-    raise AssertionError(f"unknown command {args.command}")  # argparse refused it already
+    """Run the command ``argv`` names (default: the process's arguments); its exit status.
+
+    What follows the first ``--`` is the command's arguments (``args``), for a command
+    that takes them (``manifests``: the container's)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    rest: list[str] = []
+    if "--" in words:
+        at = words.index("--")
+        words, rest = words[:at], words[at + 1:]
+    args = _parser().parse_args(words, namespace=argparse.Namespace(args=rest))
+    if rest and not args.takes_args:
+        args.parser.error(f"{args.command} takes no arguments after --")
+    return int(args.run(args))
 
 
 if __name__ == "__main__":

@@ -34,14 +34,22 @@ reconciler's own reads and writes, in a class attribute ``permissions``::
         )
 
 That includes what the library helpers a reconciler calls send on its behalf:
-:data:`RECORDS_EVENTS` for the manager's ``EventRecorder``,
-:func:`blocks_owner_deletion` for creating objects with a controller
-reference, ``patch`` (and ``get``: they read again after a conflict) for the
-finalizer helpers of :mod:`reconcilekit.finalizers`, ``get`` plus ``create``
-and ``patch`` (or ``update``) for :mod:`reconcilekit.upsert`. ``owns(X)``
-grants only what the cache needs of ``X`` (list and watch): whether the
-reconciler creates, patches or deletes its children is the reconciler's to
-declare, so that no verb is granted that nothing sends.
+:data:`RECORDS_EVENTS` for the manager's ``EventRecorder``, :func:`applies`
+for ``Client.apply`` (server-side apply creates a missing object: ``create``
+as well as ``patch``), ``patch`` (and ``get``: they read again after a
+conflict) for the finalizer helpers of :mod:`reconcilekit.finalizers`,
+``get`` plus ``create`` and ``patch`` (or ``update``) for
+:mod:`reconcilekit.upsert`. And what the OwnerReferencesPermissionEnforcement
+admission plugin asks of a write that sets owner references (kube-apiserver's
+rule; the requests themselves name neither grant):
+:func:`blocks_owner_deletion` for an owner reference with
+``blockOwnerDeletion: true`` (``set_controller_reference``'s default), on a
+create as on an update, and :func:`changes_owner_references` for an update,
+patch or apply that sets or changes the owner references of an object that
+exists (adopting it). ``owns(X)`` grants only what the cache needs of ``X``
+(list and watch): whether the reconciler creates, patches or deletes its
+children, and whether it adopts them, is the reconciler's to declare, so that
+no verb is granted that nothing sends.
 
 Guarantees: the result is deterministic (sorted) and minimal in the sense the
 example's tests prove on kube-apiserver: every grant is one that some request
@@ -69,7 +77,9 @@ __all__ = [
     "Permission",
     "RECORDS_EVENTS",
     "VERBS",
+    "applies",
     "blocks_owner_deletion",
+    "changes_owner_references",
     "required_permissions",
 ]
 
@@ -140,15 +150,36 @@ that records events: it creates an Event, and patches it (its count) when the sa
 event repeats. Declare it in each reconciler that calls ``events.event``."""
 
 
+def applies(resource: Resource, *, subresource: str = "") -> Permission:
+    """What ``Client.apply`` (server-side apply) of ``resource`` sends: a PATCH, which
+    kube-apiserver authorizes as ``patch``, and, when the object does not exist yet
+    and the apply creates it, as ``create`` too. Applying a ``subresource``
+    (``status``) never creates: ``patch`` of it only."""
+    if subresource:
+        return Permission(resource, "patch", subresource=subresource)
+    return Permission(resource, "create", "patch")
+
+
 def blocks_owner_deletion(owner: Resource) -> Permission:
     """``update`` of ``owner``'s ``finalizers`` subresource: needed to write an owner
     reference to an ``owner`` object with ``blockOwnerDeletion: true``
-    (:func:`reconcilekit.ownership.set_controller_reference`'s default) where the
-    API server runs the OwnerReferencesPermissionEnforcement admission plugin
-    (OpenShift, and many hardened clusters). Declare it in the reconciler that
-    creates the owned objects. Changing the owner references of an object that
-    exists needs ``delete`` of that object too, there."""
+    (:func:`reconcilekit.ownership.set_controller_reference`'s default), by a create
+    or by a write that turns it on, where the API server runs the
+    OwnerReferencesPermissionEnforcement admission plugin (OpenShift, and many
+    hardened clusters). Declare it in the reconciler that writes the owned objects,
+    naming the owner's kind."""
     return Permission(owner, "update", subresource="finalizers")
+
+
+def changes_owner_references(resource: Resource) -> Permission:
+    """``delete`` of ``resource``: what the OwnerReferencesPermissionEnforcement
+    admission plugin asks of an update, patch or apply that sets or changes the owner
+    references of an object of ``resource`` that exists (adopting an orphan; a
+    ``create_or_patch`` or an apply meeting an object made without them). A create
+    needs nothing of it (its creator could have not created it), and neither does a
+    write that leaves the references as they are. Declare it in the reconciler that
+    adopts, naming the owned kind."""
+    return Permission(resource, "delete")
 
 
 @dataclass(frozen=True, slots=True)

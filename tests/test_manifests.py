@@ -16,6 +16,7 @@ import yaml
 
 from reconcilekit import Client, LeaderElection, Manager, Reconciler, Request, Resource, Result
 from reconcilekit.__main__ import generate_manifests, main
+from reconcilekit._manifests.deploy_options import DeploymentOptions
 from reconcilekit.rbac import RECORDS_EVENTS, InvalidPermission, Permission, blocks_owner_deletion
 from reconcilekit.sharding import Sharding
 from reconcilekit.webhook import ServiceReference, Verdict, WebhookServer
@@ -94,7 +95,8 @@ def behind_a_service(client: Client) -> Manager:
 
 def installing(client: Client) -> Manager:
     return widgets(client, coordination=LeaderElection(name="widgets", namespace="ops"),
-                   webhook_server=_server(install_configurations=True,
+                   webhook_server=_server(service=ServiceReference("ops", "widget-webhook"),
+                                          install_configurations=True,
                                           remove_configurations_on_exit=True))
 
 
@@ -165,15 +167,15 @@ def test_sharding_needs_every_lease_of_its_namespace() -> None:
 
 
 def test_a_webhook_server_that_installs_its_configuration_may_write_it_by_name() -> None:
-    docs = _docs("installing")
+    docs = _docs("installing", options=DeploymentOptions(certificates="self-signed"))
     grants = _grants(docs["rbac.yaml"])
     hooks = {k[2]: v for k, v in grants.items() if "admissionregistration" in k[2]}
     assert hooks == {
         "admissionregistration.k8s.io/validatingwebhookconfigurations": {"create"},
         "admissionregistration.k8s.io/validatingwebhookconfigurations:widget-operator":
             {"get", "patch", "delete"}}
-    [configuration] = docs["webhook.yaml"]  # a url: no Service, no certificate
-    assert "caBundle" not in configuration["webhooks"][0]["clientConfig"]
+    [service] = docs["webhook.yaml"]  # the manager writes the configuration, with its CA
+    assert service["kind"] == "Service"
 
 
 def test_webhooks_behind_a_service_come_with_it_and_cert_managers_certificate() -> None:
@@ -190,8 +192,10 @@ def test_webhooks_behind_a_service_come_with_it_and_cert_managers_certificate() 
     [hook] = configuration["webhooks"]
     assert hook["clientConfig"]["service"]["name"] == "widget-webhook"
     assert "caBundle" not in hook["clientConfig"]
+    self_signed = DeploymentOptions(certificates="self-signed")
     assert not _grants(_docs("behind_a_service")["rbac.yaml"]).keys() & {
-        k for k in _grants(_docs("installing")["rbac.yaml"]) if "admission" in k[2]}
+        k for k in _grants(_docs("installing", options=self_signed)["rbac.yaml"])
+        if "admission" in k[2]}
 
 
 def test_a_resource_with_a_definition_gets_its_crd_written() -> None:
@@ -208,12 +212,16 @@ def test_check_fails_naming_the_command_when_the_files_are_stale(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = f"{__name__}:elected"
     assert main(["manifests", target, "--out", str(tmp_path)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["crds.yaml", "rbac.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "crds.yaml", "deployment.yaml", "kustomization.yaml", "rbac.yaml"]
     assert main(["manifests", target, "--out", str(tmp_path), "--check"]) == 0
-    (tmp_path / "rbac.yaml").write_text("# edited by hand\n")
-    assert main(["manifests", target, "--out", str(tmp_path), "--check"]) == 1
-    err = capsys.readouterr().err
-    assert "rbac.yaml" in err and f"python -m reconcilekit manifests {target} --out" in err
+    for name in ("rbac.yaml", "deployment.yaml", "kustomization.yaml"):
+        text = (tmp_path / name).read_text()
+        (tmp_path / name).write_text(text + "# edited by hand\n")
+        assert main(["manifests", target, "--out", str(tmp_path), "--check"]) == 1
+        err = capsys.readouterr().err
+        assert name in err and f"python -m reconcilekit manifests {target} --out" in err
+        (tmp_path / name).write_text(text)
 
 
 def returns_nothing(client: Client) -> None:

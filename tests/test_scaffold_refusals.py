@@ -5,7 +5,6 @@ status 1 and says what to run."""
 
 from __future__ import annotations
 
-import argparse
 import ast
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reconcilekit._scaffold import add_commands, run
+from reconcilekit.__main__ import main
 from reconcilekit._scaffold.api_names import (
     ScaffoldError,
     check_kind,
@@ -27,9 +26,8 @@ BIN = Path(sys.executable).parent
 
 
 def scaffold(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reconcilekit")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(argv))
+    """``python -m reconcilekit ARGV``, in this process."""
+    return main(list(argv))
 
 
 def snapshot(directory: Path) -> dict[str, str]:

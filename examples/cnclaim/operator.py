@@ -167,11 +167,11 @@ def deployed_operator(client: Client) -> Manager:
     """The operator as ``manifests/deployment.yaml`` runs it: every namespace, leader
     election on the Lease in ``cnclaim-system`` (``$POD_NAMESPACE``), the CNClaim
     validator behind ``WEBHOOK_SERVICE``, the operator's own ServiceAccount exempt
-    from it on updates. ``manifests/rbac.yaml`` and ``webhook.yaml`` are generated
-    from it::
+    from it on updates. ``manifests/`` is generated from it::
 
         python -m reconcilekit manifests examples.cnclaim.operator:deployed_operator \
-            --out examples/cnclaim/manifests
+            --out examples/cnclaim/manifests --image cnclaim-operator:dev --replicas 2 \
+            -- --in-cluster --leader-elect
     """
     server = WebhookServer(name=OPERATOR_NAME, service=WEBHOOK_SERVICE)
     account = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_NAME}"

@@ -81,6 +81,9 @@ __all__ = ["Manager"]
 
 logger = logging.getLogger("reconcilekit.manager")
 _SYSTEM_CLOCK: Final = SystemClock()
+RELEASE_TIMEOUT: Final = 5.0
+"""Seconds a stopping manager gives, after its reconciles, to flushing its events,
+releasing its Lease and removing its webhook configurations."""
 
 
 class Manager:
@@ -224,6 +227,14 @@ class Manager:
         """Begin a graceful shutdown (what SIGTERM does)."""
         self._stop.set()
 
+    @property
+    def max_shutdown_time(self) -> float:
+        """The most seconds a graceful shutdown takes from :meth:`stop` (SIGTERM) until
+        the servers close: ``graceful_shutdown_timeout`` for the reconciles in flight,
+        then :data:`RELEASE_TIMEOUT` for the events, the Lease and the webhook
+        configurations. A Pod's ``terminationGracePeriodSeconds`` must exceed it."""
+        return self.graceful_shutdown_timeout + RELEASE_TIMEOUT
+
     # -- running -----------------------------------------------------------------------------
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -288,7 +299,7 @@ class Manager:
                 for controller in self.controllers:
                     drain.start_soon(controller.shutdown, self.graceful_shutdown_timeout)
             workers.cancel_scope.cancel()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(RELEASE_TIMEOUT):
             await self.events.flush()
             if self.elector is not None:
                 await self.elector.release()

@@ -1,11 +1,11 @@
 """The CNClaim example's manifests: CRDs, least-privilege RBAC, the Deployment.
 
-rbac.yaml and webhook.yaml are generated from the operator's code
-(test_cnclaim_rbac.py checks they are up to date, and proves the rules
-minimal). In-process a test records every request the operator sends during
-a whole scenario (leader election on) and checks each against the rules of
-rbac.yaml; on both backends the operator runs as its own ServiceAccount
-under those rules.
+The files are generated from the operator's code (test_cnclaim_rbac.py
+checks they are up to date, and proves the rules minimal;
+test_manifests_dry_run.py has the API server check them). In-process a test
+records every request the operator sends during a whole scenario (leader
+election on) and checks each against the rules of rbac.yaml; on both
+backends the operator runs as its own ServiceAccount under those rules.
 """
 
 from __future__ import annotations
@@ -69,15 +69,34 @@ def test_the_crds_declare_three_kinds_with_schemas_and_status() -> None:
         assert {"spec", "status"} <= set(schema["properties"])
 
 
-def test_the_deployment_probes_health_and_elects_a_leader_as_its_service_account() -> None:
-    (deployment,) = _docs("deployment.yaml")
+def _deployment() -> dict[str, Any]:
+    [deployment] = [d for d in _docs("deployment.yaml") if d["kind"] == "Deployment"]
+    return deployment
+
+
+def test_the_deployment_runs_the_operators_command_line_as_its_service_account() -> None:
+    """deployment.yaml (generated) runs ``--in-cluster --leader-elect``: the command line
+    that builds the manager the manifests were generated from, its endpoints on the
+    probed port, its Lease in the Pod's namespace ($POD_NAMESPACE), more than its grace
+    period to shut down."""
+    deployment = _deployment()
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert "--leader-elect" in container["args"] and "--in-cluster" in container["args"]
+    args = parse_args(container["args"])
+    assert args.in_cluster and args.leader_elect and not args.no_webhooks
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http": 8080, "webhook": int(args.webhook_addr.rpartition(":")[2])}
+    assert args.metrics_addr is None  # ":8080" on a cluster
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {
+        "fieldPath": "metadata.namespace"}}} in container["env"]
+    assert pod["terminationGracePeriodSeconds"] > OperatorOptions().graceful_shutdown_timeout
+    assert deployment["spec"]["replicas"] == 2  # one reconciling, one warm standby
     rbac = {(d["kind"], d["metadata"]["name"]): d for d in _docs("rbac.yaml")}
     account = rbac[("ServiceAccount", pod["serviceAccountName"])]
+    [leases] = [d for (k, _), d in rbac.items() if k == "Role"]
+    assert leases["metadata"]["namespace"] == deployment["metadata"]["namespace"]
     for binding in ("ClusterRoleBinding", "RoleBinding"):
         subjects = [d["subjects"] for (k, _), d in rbac.items() if k == binding]
         assert [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
@@ -89,7 +108,7 @@ def test_the_webhook_manifests_match_what_the_operator_serves() -> None:
     CNClaim validator, through the Service to the port the Deployment's operator serves
     it on, with cert-manager's certificate mounted where the operator reads it."""
     docs = {d["kind"]: d for d in _docs("webhook.yaml")}
-    (deployment,) = _docs("deployment.yaml")
+    deployment = _deployment()
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     server = WebhookServer(port=0, service=ServiceReference("cnclaim-system",
@@ -105,15 +124,16 @@ def test_the_webhook_manifests_match_what_the_operator_serves() -> None:
     service = docs["Service"]
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     [port] = service["spec"]["ports"]
-    webhook_port = int(parse_args(["--in-cluster"]).webhook_addr.rpartition(":")[2])
+    in_cluster = parse_args(container["args"])
+    webhook_port = int(in_cluster.webhook_addr.rpartition(":")[2])
     assert port["targetPort"] == webhook_port  # where the in-cluster operator serves it
     assert webhook_port in {p["containerPort"] for p in container["ports"]}
     certificate = docs["Certificate"]["spec"]
     assert set(certificate["dnsNames"]) == set(server.service.hosts)  # type: ignore[union-attr]
-    [volume] = pod["volumes"]
+    [volume] = [v for v in pod["volumes"] if "secret" in v]
     assert volume["secret"]["secretName"] == certificate["secretName"]
-    [mount] = container["volumeMounts"]
-    assert mount["mountPath"] == parse_args(["--in-cluster"]).webhook_cert_dir
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount["mountPath"] == in_cluster.webhook_cert_dir
     annotation = docs["ValidatingWebhookConfiguration"]["metadata"]["annotations"]
     assert annotation["cert-manager.io/inject-ca-from"] == (
         f"{docs['Certificate']['metadata']['namespace']}/"

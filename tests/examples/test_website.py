@@ -80,7 +80,8 @@ def test_the_generated_rbac_grants_the_cache_its_reads_and_the_reconciler_its_wr
     child, then creates or patches it); nothing owns() would not need."""
     files = generate_manifests("examples.website.operator:build", command="test",
                                namespace="website-system")
-    assert sorted(files) == ["crds.yaml", "rbac.yaml"]  # no webhook
+    assert sorted(files) == ["crds.yaml", "deployment.yaml", "kustomization.yaml",
+                             "rbac.yaml"]  # no webhook
     assert [d for d in yaml.safe_load_all(files["crds.yaml"]) if d] == [WEBSITE_CRD]
     docs = [d for d in yaml.safe_load_all(files["rbac.yaml"]) if d]
     [role] = [d for d in docs if d["kind"] == "ClusterRole"]

@@ -66,6 +66,21 @@ async def test_a_restricted_namespace_refuses_what_the_standard_forbids(
                               "allowPrivilegeEscalation != false"), warning
 
 
+async def test_without_a_warn_label_a_workload_is_warned_of_at_the_enforce_level(
+        apiserver: Cluster) -> None:
+    await _label(apiserver, enforce="baseline")
+    deployment = await apiserver.request(
+        "POST", f"/apis/apps/v1/namespaces/{apiserver.namespace}/deployments", json={
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "host"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "host"}},
+                     "template": {"metadata": {"labels": {"app": "host"}},
+                                  "spec": _pod("", hostNetwork=True)["spec"]}}})
+    assert deployment.status == 201, deployment
+    assert deployment.headers.get("Warning", "") == (
+        '299 - "would violate PodSecurity \\"baseline:latest\\": host namespaces '
+        '(hostNetwork=true)"'), deployment.headers
+
+
 async def test_a_baseline_namespace_refuses_host_access_and_capabilities(
         apiserver: Cluster) -> None:
     await _label(apiserver, enforce="baseline")

@@ -7,7 +7,9 @@ A namespace chooses levels with its labels ``pod-security.kubernetes.io/enforce`
 "LEVEL:VERSION": ...``; one that breaks the ``warn`` level gets a warning
 ``would violate PodSecurity ...``, and so does a workload (Deployment,
 ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, ReplicationController,
-PodTemplate) whose Pod template would. Each broken check is named as
+PodTemplate) whose Pod template would. A namespace without a ``warn`` label
+warns at its ``enforce`` level, so a Deployment whose Pods would be refused
+says so when it is created. Each broken check is named as
 kube-apiserver names it, in its order:
 
 * baseline: host namespaces, privileged containers, capabilities beyond the
@@ -275,6 +277,8 @@ class PodSecurity:
         levels = {mode: (labels.get(_PREFIX + mode), labels.get(f"{_PREFIX}{mode}-version",
                                                                "latest"))
                   for mode in ("enforce", "warn")}
+        if _PREFIX + "warn" not in labels:  # PolicyToEvaluate: warn defaults to enforce
+            levels["warn"] = levels["enforce"]
         if group == "" and plural == "pods":
             if operation == "UPDATE":
                 return  # only a Pod's creation is checked here

@@ -7,6 +7,8 @@ from typing import Any, Final
 import orjson
 import yaml
 
+from ...authorization.attributes import AuthorizerAttributes
+from ...authorization.rbac_authorizer import RBACAuthorizer
 from ...machinery.go_json import syntax_error
 from ...machinery.request_info import ResourceRequest
 from ...machinery.request_user import ADMIN, RequestUser
@@ -100,6 +102,7 @@ async def _apply(path: WritePath, req: ResourceRequest, raw: bytes, manager: str
     dedup_owner_references(applied["metadata"])
     ns = req.namespace or ""
     if (ns, req.name) not in path.storage.table(req.rtype).objects:
+        _authorize_create(path, req, user)
         path.check_namespace(req)
         managed = path.storage.ownership(req.rtype).created_by_apply(
             applied, manager, path.storage.now())
@@ -116,6 +119,20 @@ async def _apply(path: WritePath, req: ResourceRequest, raw: bytes, manager: str
         return merged, managed
 
     return 200, await path.guaranteed_update(req, change, manager, options, user, check_rv=False)
+
+
+def _authorize_create(path: WritePath, req: ResourceRequest, user: RequestUser) -> None:
+    """An apply that creates the object needs ``create`` as well as the ``patch`` the
+    request was authorized for: kube-apiserver's ``withAuthorization`` of a create on
+    update, whose 403 gives RBAC's reason (none: the message ends at the colon)."""
+    r = req.rtype.resource
+    attrs = AuthorizerAttributes(user, "create", True, req.namespace or "", r.group,
+                                 r.version, r.plural, "", req.name or "")
+    decision = RBACAuthorizer(path.storage.tables).authorize(attrs)
+    if not decision.allowed:
+        group_resource = f"{r.plural}.{r.group}" if r.group else r.plural
+        raise StatusError.forbidden_because(group_resource, req.name or "", r.group,
+                                            decision.reason)
 
 
 def _decode_patch(content_type: str, raw: bytes) -> Any:
