@@ -83,8 +83,8 @@ def test_the_shapes_are_loaded_only_when_used() -> None:
 
 
 def test_mypy_rejects_a_misspelled_field_and_accepts_the_right_ones() -> None:
-    """tests/typing/kinds_fields.py marks each line mypy --strict must reject."""
-    source = ROOT / "tests" / "typing" / "kinds_fields.py"
+    """tests/typed_kinds/kinds_fields.py marks each line mypy --strict must reject."""
+    source = ROOT / "tests" / "typed_kinds" / "kinds_fields.py"
     marked = {n for n, line in enumerate(source.read_text().splitlines(), 1)
               if line.endswith("# rejected")}
     done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
