@@ -156,15 +156,20 @@ def token_file_of(configuration: Any) -> TokenFile | None:
 
 def load_in_cluster(*, token_file: str | os.PathLike[str] | None = None,
                     ca_file: str | os.PathLike[str] | None = None,
-                    host: str | None = None) -> Any:
+                    host: str | None = None, insecure_skip_tls_verify: bool = False) -> Any:
     """A ``Configuration`` as the pod's service account, its token re-read as it rotates.
 
     The defaults are the kubelet's: the token and CA from
     ``/var/run/secrets/kubernetes.io/serviceaccount/``, the server from
     ``$KUBERNETES_SERVICE_HOST`` and ``$KUBERNETES_SERVICE_PORT``. Each may be
     given instead (a token file mounted elsewhere, a test's token and CA,
-    ``host`` as ``https://HOST:PORT``). Raises ValueError naming what is
-    missing.
+    ``host`` as ``https://HOST:PORT``). ``insecure_skip_tls_verify=True``
+    reads no CA and does not verify the server's certificate (kubernetes-asyncio's
+    ``verify_ssl = False``), as a kubeconfig's ``insecure-skip-tls-verify:
+    true`` does: for a test against a server whose CA is not at hand; a Pod
+    always has its CA. Raises ValueError naming what is missing, or that a
+    ``ca_file`` was given with ``insecure_skip_tls_verify`` (as kubectl refuses
+    a CA with its insecure flag).
     """
     from kubernetes_asyncio.client import Configuration
 
@@ -177,15 +182,22 @@ def load_in_cluster(*, token_file: str | os.PathLike[str] | None = None,
         if ":" in service_host:  # an IPv6 address, as Go's net.JoinHostPort writes it
             service_host = f"[{service_host}]"
         host = f"https://{service_host}:{service_port}"
+    if insecure_skip_tls_verify and ca_file is not None:
+        raise ValueError(f"a CA file ({ca_file}) with insecure_skip_tls_verify=True: give one "
+                         f"or the other")
     ca = Path(ca_file) if ca_file is not None else SERVICE_ACCOUNT_DIR / "ca.crt"
-    try:
-        if not ca.read_bytes().strip():
-            raise ValueError(f"the cluster's CA file {ca} is empty")
-    except OSError as err:
-        raise ValueError(f"cannot read the cluster's CA file {ca}: {err.strerror}") from None
+    if not insecure_skip_tls_verify:
+        try:
+            if not ca.read_bytes().strip():
+                raise ValueError(f"the cluster's CA file {ca} is empty")
+        except OSError as err:
+            raise ValueError(f"cannot read the cluster's CA file {ca}: {err.strerror}") from None
     source = TokenFile(token_file if token_file is not None else SERVICE_ACCOUNT_DIR / "token")
     cfg = Configuration(host=host)
-    cfg.ssl_ca_cert = str(ca)
+    if insecure_skip_tls_verify:
+        cfg.verify_ssl = False
+    else:
+        cfg.ssl_ca_cert = str(ca)
     cfg.api_key = {"BearerToken": source.token()}
     cfg.api_key_prefix = {"BearerToken": "Bearer"}
 

@@ -12,6 +12,13 @@ Expected flow::
             ...
         plane.write_kubeconfig("kubeconfig")     # for kubectl or a subprocess
 
+kube-apiserver runs its default admission plugins; ``enable_admission_plugins=
+("OwnerReferencesPermissionEnforcement",)`` adds some (the pytest plugin's
+session control plane adds that one, as hardened clusters do).
+``insecure_skip_tls_verify=True`` on the kubeconfig and configuration methods
+gives a client that trusts no CA and skips verification, as a kubeconfig with
+``insecure-skip-tls-verify: true`` does.
+
 Options for tests that referee from the server's side: ``users=("a", "b")``
 gives each name its own bearer token (in ``system:masters``, like the
 admin), so each process a test starts is told apart by the server
@@ -59,7 +66,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -73,7 +80,8 @@ from ._audit import AuditLog, audit_policy
 from ._tls import ServingCertificate
 from .apiserver.kubeconfig import kubeconfig_document, write_kubeconfig
 
-__all__ = ["ASSETS_ENV", "ControlPlane", "ControlPlaneError", "assets_from_env"]
+__all__ = ["ASSETS_ENV", "ControlPlane", "ControlPlaneError", "assets_from_env",
+           "insecure_kubeconfig"]
 
 ASSETS_ENV = ("RECONCILEKIT_TEST_ASSETS", "KUBEBUILDER_ASSETS")
 _ETCD, _APISERVER, _KCM = "etcd", "kube-apiserver", "kube-controller-manager"
@@ -81,6 +89,8 @@ _PR_SET_PDEATHSIG = 1
 _LOG_TAIL = 20
 _POLL = 0.05
 _USER_NAME = re.compile(r"[A-Za-z0-9][-A-Za-z0-9.:]*")
+_PLUGIN_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")  # as kube-apiserver's plugins are named
+_KCM_CONTROLLERS = "*,-podgc,-nodeipam,-nodelifecycle"  # its --controllers: no kubelets
 
 
 class ControlPlaneError(RuntimeError):
@@ -94,6 +104,16 @@ def assets_from_env() -> Path | None:
         if value:
             return Path(value)
     return None
+
+
+def insecure_kubeconfig(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` (a kubeconfig) with every cluster's CA dropped and
+    ``insecure-skip-tls-verify: true`` set: its clients skip verifying the server."""
+    clusters = [{**entry, "cluster": {
+        **{key: value for key, value in entry["cluster"].items()
+           if key not in ("certificate-authority", "certificate-authority-data")},
+        "insecure-skip-tls-verify": True}} for entry in document["clusters"]]
+    return {**document, "clusters": clusters}
 
 
 def _free_port() -> int:
@@ -173,12 +193,20 @@ class ControlPlane:
     ``users``: names that get a bearer token each (:meth:`token_for`), as
     members of ``system:masters``. ``audit``: log every write request, and
     every request of ``users`` (:func:`._audit.audit_policy`), for :meth:`audit_log`.
+    ``enable_admission_plugins``: admission plugins to run besides kube-apiserver's
+    default ones (its ``--enable-admission-plugins``; default: none).
     """
 
     def __init__(self, assets: str | Path | None = None, *,
                  controller_manager: bool | None = None, start_timeout: float = 60.0,
                  apiserver_flags: tuple[str, ...] = (), etcd_flags: tuple[str, ...] = (),
-                 users: tuple[str, ...] = (), audit: bool = False) -> None:
+                 users: tuple[str, ...] = (), audit: bool = False,
+                 enable_admission_plugins: Iterable[str] = ()) -> None:
+        plugins = tuple(enable_admission_plugins)
+        for plugin in plugins:
+            if not isinstance(plugin, str) or not _PLUGIN_NAME.fullmatch(plugin):
+                raise ValueError(f"admission plugin {plugin!r}: expected a name such as "
+                                 f"OwnerReferencesPermissionEnforcement")
         resolved = Path(assets) if assets is not None else assets_from_env()
         if resolved is None:
             raise ControlPlaneError(
@@ -208,6 +236,7 @@ class ControlPlane:
                                                  for user in users}}
         self._users = users
         self.audit = audit
+        self.enable_admission_plugins = plugins
         self._dir: Path | None = None
         self._components: list[_Component] = []
         self._port = 0
@@ -320,10 +349,8 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc",
             "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
             "--shutdown-watch-termination-grace-period=2s",
-            # As hardened clusters (and OpenShift) run it: an owner reference with
-            # blockOwnerDeletion needs update on the owner's finalizers subresource, which
-            # generated RBAC must then grant (admins and the controller manager pass).
-            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+            *((f"--enable-admission-plugins={','.join(self.enable_admission_plugins)}",)
+              if self.enable_admission_plugins else ()),
             *(() if self.controller_manager else ("--disable-admission-plugins=ServiceAccount",)),
             *((f"--audit-policy-file={d / 'audit-policy.yaml'}",
                f"--audit-log-path={d / 'audit.log'}", "--audit-log-format=json",
@@ -338,7 +365,7 @@ class ControlPlane:
             f"--kubeconfig={kubeconfig}", f"--service-account-private-key-file={d / 'sa.key'}",
             f"--root-ca-file={d / 'ca.crt'}", "--leader-elect=false",
             "--authentication-skip-lookup", "--secure-port=0",
-            "--controllers=*,-podgc,-nodeipam,-nodelifecycle"])
+            f"--controllers={_KCM_CONTROLLERS}"])
 
     # -- readiness --------------------------------------------------------------------------
 
@@ -470,29 +497,39 @@ class ControlPlane:
             raise RuntimeError("ControlPlane is not started")
         return AuditLog(self._dir / "audit.log")
 
-    def configuration(self, *, user: str = "admin", server: str | None = None) -> Any:
-        """A kubernetes-asyncio ``Configuration`` for ``user``, verifying TLS; ``server``
-        (default :attr:`url`) is where the client connects, e.g. a proxy's URL."""
+    def configuration(self, *, user: str = "admin", server: str | None = None,
+                      insecure_skip_tls_verify: bool = False) -> Any:
+        """A kubernetes-asyncio ``Configuration`` for ``user``, verifying TLS against the
+        serving CA (with ``insecure_skip_tls_verify``: no CA, ``verify_ssl`` False);
+        ``server`` (default :attr:`url`) is where the client connects, e.g. a proxy's URL."""
         from kubernetes_asyncio.client import Configuration
 
         cfg = Configuration(host=server or self.url)
         cfg.api_key = {"BearerToken": self.token_for(user)}
         cfg.api_key_prefix = {"BearerToken": "Bearer"}
-        cfg.ssl_ca_cert = str(self.ca_file)
+        if insecure_skip_tls_verify:
+            cfg.verify_ssl = False
+        else:
+            cfg.ssl_ca_cert = str(self.ca_file)
         return cfg
 
     def kubeconfig(self, *, namespace: str = "default", user: str = "admin",
-                   server: str | None = None) -> dict[str, Any]:
-        """A kubeconfig document (as a dict) for ``user``, trusting the serving CA;
+                   server: str | None = None,
+                   insecure_skip_tls_verify: bool = False) -> dict[str, Any]:
+        """A kubeconfig document (as a dict) for ``user``, trusting the serving CA (with
+        ``insecure_skip_tls_verify``: no CA, ``insecure-skip-tls-verify: true``);
         ``server`` (default :attr:`url`) is the address it names."""
-        return kubeconfig_document("envtest", server or self.url, self.token_for(user),
-                                   namespace=namespace, ca_pem=self.ca_file.read_bytes())
+        document = kubeconfig_document("envtest", server or self.url, self.token_for(user),
+                                       namespace=namespace, ca_pem=self.ca_file.read_bytes())
+        return insecure_kubeconfig(document) if insecure_skip_tls_verify else document
 
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default",
-                         user: str = "admin", server: str | None = None) -> Path:
+                         user: str = "admin", server: str | None = None,
+                         insecure_skip_tls_verify: bool = False) -> Path:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600) and return the path."""
-        return write_kubeconfig(self.kubeconfig(namespace=namespace, user=user, server=server),
-                                path)
+        return write_kubeconfig(self.kubeconfig(
+            namespace=namespace, user=user, server=server,
+            insecure_skip_tls_verify=insecure_skip_tls_verify), path)
 
     def __repr__(self) -> str:
         return f"ControlPlane({self.url if self.running else 'stopped'}, assets={self.assets})"

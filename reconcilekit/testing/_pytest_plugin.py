@@ -25,6 +25,16 @@ a real backend:
   reported for the tests that ran when it was created.
 ``kube_client`` is a kubernetes-asyncio ``ApiClient`` for the cluster,
 ``client`` a :class:`reconcilekit.Client`.
+
+Admission plugins kube-apiserver runs only when told
+(``OwnerReferencesPermissionEnforcement``) are on in the in-process server
+and the session's control plane, and may be off in a kubeconfig's cluster.
+A test marked ``admission_plugin("Name")`` is skipped, with the reason,
+where the cluster does not run it; the cluster is probed by what it admits
+(:mod:`._admission_probe`), once a session. ``admission_plugin_enabled`` is
+that probe as a fixture, for a test that asserts what either case does
+(marked ``admission_plugin("Name", required=False)``, so that
+``-m admission_plugin`` selects it with the others).
 """
 
 from __future__ import annotations
@@ -33,15 +43,17 @@ import os
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 
 from .._client.client import Client
+from ._admission_probe import PROBED_PLUGINS, AdmissionPlugins
 from ._cluster import KUBECONFIG_ENV, NO_FAULTS_REASON, Cluster, delete_objects, open_cluster
 from ._control_plane import ControlPlane, assets_from_env
 from ._leftovers import RunWindow, Snapshot, settled_leftovers, snapshot
@@ -72,6 +84,60 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "controllers(*names): the in-process server's controllers, as "
         "kube-controller-manager's --controllers flag names them ('*', '-deployment'); "
         "skipped against a real API server, whose controllers a test cannot choose")
+    if backend() == "kubeconfig" and _skips_tls_verify(os.environ[KUBECONFIG_ENV]):
+        # chosen by whoever runs the suite: the official client's warning on each request
+        # says nothing a test could act on (and fails a run that makes warnings errors)
+        config.addinivalue_line("filterwarnings",
+                                f"ignore:{INSECURE_REQUEST_WARNING}:Warning")
+    config.addinivalue_line(
+        "markers", "admission_plugin(*names, required=True): the test depends on admission "
+        "plugins kube-apiserver runs only when --enable-admission-plugins names them "
+        f"({', '.join(sorted(PROBED_PLUGINS))}); the cluster is probed for each once a "
+        "session and the test skipped where one is off (required=False: it runs either "
+        "way and asks the admission_plugin_enabled fixture)")
+
+
+ADMISSION_MARKER = "admission_plugin"
+INSECURE_REQUEST_WARNING = "Unverified HTTPS request is being made"  # urllib3's words
+
+
+def _skips_tls_verify(path: str) -> bool:
+    """Whether the current context of the kubeconfig at ``path`` sets
+    ``insecure-skip-tls-verify`` (False when it cannot be read: the fixture says why)."""
+    try:
+        document = yaml.safe_load(Path(path).read_text())
+        contexts = {c["name"]: c["context"] for c in document.get("contexts") or ()}
+        clusters = {c["name"]: c["cluster"] for c in document.get("clusters") or ()}
+        cluster = clusters[contexts[document["current-context"]]["cluster"]]
+        return cluster.get("insecure-skip-tls-verify") is True
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A misused ``admission_plugin`` marker stops the run, naming the test."""
+    for item in items:
+        for marker in item.iter_markers(ADMISSION_MARKER):
+            problem = _marker_problem(marker, getattr(item, "fixturenames", ()))
+            if problem:
+                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{ADMISSION_MARKER}"
+                                        f"{marker.args}: {problem}")
+
+
+def _marker_problem(marker: pytest.Mark, fixtures: Any) -> str | None:
+    if not marker.args:
+        return "name at least one admission plugin"
+    unknown = [name for name in marker.args if name not in PROBED_PLUGINS]
+    if unknown:
+        return (f"no probe for {', '.join(map(repr, unknown))}; the plugins a probe can "
+                f"find: {', '.join(sorted(PROBED_PLUGINS))}")
+    if set(marker.kwargs) - {"required"} or not isinstance(
+            marker.kwargs.get("required", True), bool):
+        return f"the only keyword is required=True or False, got {marker.kwargs}"
+    if "apiserver" not in fixtures:
+        return "the test uses no apiserver fixture (nor client, kube_client), whose cluster " \
+               "the marker is about"
+    return None
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -201,6 +267,32 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     state = terminalreporter.config.stash.get(_CLEANUP, None)
     if state is not None and state.statistics:
         terminalreporter.write_line(f"reconcilekit: {state.statistics}")
+    plugins = terminalreporter.config.stash.get(_ADMISSION, None)
+    if plugins is not None and plugins.known():
+        terminalreporter.write_line("reconcilekit: admission plugins probed: " + ", ".join(
+            f"{name} {'on' if on else 'off'}" for name, on in sorted(plugins.known().items())))
+
+
+_ADMISSION = pytest.StashKey[AdmissionPlugins]()
+
+
+def _admission(config: pytest.Config) -> AdmissionPlugins:
+    if _ADMISSION not in config.stash:
+        config.stash[_ADMISSION] = AdmissionPlugins()
+    return config.stash[_ADMISSION]
+
+
+async def _require_admission_plugins(request: pytest.FixtureRequest, cluster: Cluster) -> None:
+    """Skip the test when its cluster lacks an admission plugin it is marked to need."""
+    for marker in request.node.iter_markers(ADMISSION_MARKER):
+        if not marker.kwargs.get("required", True):
+            continue
+        for name in marker.args:
+            if not await _admission(request.config).enabled(cluster, name,
+                                                            namespace=cluster.namespace):
+                pytest.skip(f"needs the {name} admission plugin, which this cluster does not "
+                            f"run (a dry-run request it refuses was admitted); kube-apiserver "
+                            f"runs it when --enable-admission-plugins names it")
 
 
 async def _session_end(state: _Cleanup, stuck: frozenset[str]) -> list[tuple[str, str]]:
@@ -221,11 +313,17 @@ async def _session_end(state: _Cleanup, stuck: frozenset[str]) -> list[tuple[str
     return out
 
 
+OPTIONAL_PLUGINS = ("OwnerReferencesPermissionEnforcement",)  # the session's control plane's
+
+
 def _control_plane() -> tuple[ControlPlane, Path]:
     """The session's control plane, started on first use (blocking, in the main thread)."""
     global _plane, _plane_kubeconfig
     if _plane is None:
-        plane = ControlPlane()
+        # As hardened clusters (and OpenShift) run it: an owner reference with
+        # blockOwnerDeletion needs update on the owner's finalizers subresource, which
+        # generated RBAC must then grant (admins and the controller manager pass).
+        plane = ControlPlane(enable_admission_plugins=OPTIONAL_PLUGINS)
         plane.start()
         _plane = plane
         _plane_kubeconfig = plane.write_kubeconfig(
@@ -245,6 +343,7 @@ async def apiserver(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
         pytest.skip(CONTROLLERS_REASON)
     if kind == "in-process":
         async with open_cluster(controllers=chosen.args if chosen else ("*",)) as cluster:
+            await _require_admission_plugins(request, cluster)
             yield cluster
         return
     state = _cleanup(request.config)
@@ -263,6 +362,7 @@ async def apiserver(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
 
     async with open_cluster(kubeconfig, configuration=configuration, test=nodeid,
                             reaper=reaper, delete_at_end=delete_at_end) as cluster:
+        await _require_admission_plugins(request, cluster)
         yield cluster
 
 
@@ -279,6 +379,19 @@ async def client(apiserver: Cluster) -> AsyncIterator[Client]:
     """A :class:`reconcilekit.Client` for :func:`apiserver` (a test may define its own)."""
     async with Client(apiserver.configuration) as c:
         yield c
+
+
+@pytest_asyncio.fixture
+async def admission_plugin_enabled(apiserver: Cluster, request: pytest.FixtureRequest
+                                   ) -> Callable[[str], Awaitable[bool]]:
+    """``await admission_plugin_enabled("OwnerReferencesPermissionEnforcement")``: whether
+    :func:`apiserver`'s cluster runs that plugin (probed once a session)."""
+    plugins = _admission(request.config)
+
+    async def enabled(name: str) -> bool:
+        return await plugins.enabled(apiserver, name, namespace=apiserver.namespace)
+
+    return enabled
 
 
 @pytest_asyncio.fixture

@@ -1,7 +1,9 @@
 """Faults from outside: the service-account token rotated, the old one revoked.
 
-An operator runs as a ServiceAccount, configured as in a Pod
-(``Client.in_cluster``, pointed at this test's token file, CA and server),
+An operator runs as a ServiceAccount, configured as in a Pod (the
+configuration ``Client.in_cluster`` makes, pointed at this test's token file
+and server, trusting the server as the test's own configuration does: its CA
+file, or no CA where its kubeconfig sets ``insecure-skip-tls-verify``),
 with informers and a stream of writes. Then the kubelet's rotation is played:
 a new token (from the TokenRequest API, bound to another Secret) is written
 into the token volume by an atomic ``..data`` swap, and the Secret the old
@@ -21,6 +23,7 @@ import pytest
 from kubernetes_asyncio.client import Configuration
 
 from reconcilekit import APIConnectionError, APIError, Client
+from reconcilekit._client.config import load_in_cluster
 from reconcilekit.kinds import CONFIG_MAPS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS
 from reconcilekit.lowlevel import Informer
 from reconcilekit.testing import Cluster, eventually, write_volume
@@ -63,10 +66,24 @@ async def bound_token(admin: Client, ns: str, secret: str) -> str:
     return str(review["status"]["token"])
 
 
-async def answers(host: str, ca: str, token: str) -> int:
+def trust_of(configuration: Any) -> dict[str, Any]:
+    """How ``configuration`` trusts its server, as ``load_in_cluster`` takes it: its CA
+    file, or ``insecure_skip_tls_verify``; skips the test where it names neither (a
+    kubeconfig trusting the system's CAs: a Pod's configuration needs a CA file)."""
+    if configuration.ssl_ca_cert:
+        return {"ca_file": str(configuration.ssl_ca_cert)}
+    if not configuration.verify_ssl:
+        return {"insecure_skip_tls_verify": True}
+    pytest.skip("the cluster's kubeconfig names no CA file and verifies TLS (the system's "
+                "CAs): the Pod's configuration this test plays needs a CA file, or "
+                "insecure-skip-tls-verify")
+
+
+async def answers(host: str, trust: dict[str, Any], token: str) -> int:
     """The status kube-apiserver answers a request carrying ``token``."""
     cfg = Configuration(host=host)
-    cfg.ssl_ca_cert = ca
+    cfg.ssl_ca_cert = trust.get("ca_file")
+    cfg.verify_ssl = not trust.get("insecure_skip_tls_verify", False)
     cfg.api_key = {"BearerToken": token}
     cfg.api_key_prefix = {"BearerToken": "Bearer"}
     async with Client(cfg) as probe:
@@ -95,10 +112,10 @@ async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
     * nothing is logged at WARNING or above.
     """
     ns = apiserver.namespace
+    trust = trust_of(apiserver.configuration)
     await grant(client, ns)
     old = await bound_token(client, ns, "token-old")
     host = str(apiserver.configuration.host)
-    ca = str(apiserver.configuration.ssl_ca_cert)
     volume = tmp_path / "serviceaccount"
     volume.mkdir()
     token_file = write_like_the_kubelet(volume, old)
@@ -127,7 +144,7 @@ async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
             await anyio.sleep(0.02)
         writer_done.set()
 
-    async with Client.in_cluster(token_file=token_file, ca_file=ca, host=host) as operator:
+    async with Client(load_in_cluster(token_file=token_file, host=host, **trust)) as operator:
         configmaps = Informer(operator, CONFIG_MAPS, namespace=ns, liveness_timeout=LIVENESS)
         secrets_ = Informer(operator, SECRETS, namespace=ns, liveness_timeout=LIVENESS)
         informers = (configmaps, secrets_)
@@ -145,11 +162,11 @@ async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
             await client.delete(SECRETS, "token-old", ns)  # ...and the old token revoked
 
             async def old_refused() -> bool:
-                return await answers(host, ca, old) == 401
+                return await answers(host, trust, old) == 401
 
             await eventually(old_refused, within=30, interval=0.1,
                              what="the old token refused")
-            assert await answers(host, ca, new) == 200
+            assert await answers(host, trust, new) == 200
             revoked.set()
             opened = [i.watchers[0].statistics().watches for i in informers]
 

@@ -24,6 +24,7 @@ async def _official(apiserver: Cluster) -> kubernetes.client.ApiClient:
     ours = apiserver.configuration
     cfg = kubernetes.client.Configuration(host=ours.host)
     cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file = ours.ssl_ca_cert, ours.cert_file, ours.key_file
+    cfg.verify_ssl = ours.verify_ssl  # False for a kubeconfig with insecure-skip-tls-verify
     token = await ours.get_api_key_with_prefix("BearerToken")
     if token:
         cfg.api_key = {"BearerToken": token}

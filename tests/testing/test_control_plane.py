@@ -1,7 +1,7 @@
 """ControlPlane: etcd, kube-apiserver and kube-controller-manager from an assets directory.
 
 The tests that start binaries need them (``RECONCILEKIT_TEST_ASSETS`` or
-``KUBEBUILDER_ASSETS``; CI's second pass sets it) and are skipped without.
+``KUBEBUILDER_ASSETS``; CI's kube passes set it) and are skipped without.
 """
 
 from __future__ import annotations
@@ -19,10 +19,13 @@ import pytest
 
 from reconcilekit import APIConnectionError, Client, RetryPolicy
 from reconcilekit.kinds import CONFIG_MAPS
-from reconcilekit.testing import ControlPlane, ControlPlaneError
+from reconcilekit.testing import Cluster, ControlPlane, ControlPlaneError, OperatorProcess
+from reconcilekit.testing._admission_probe import admission_plugin_enabled
+from reconcilekit.testing._cluster import open_cluster
 from reconcilekit.testing._control_plane import ASSETS_ENV, assets_from_env
 
 ASSETS = assets_from_env()
+PLUGIN = "OwnerReferencesPermissionEnforcement"
 needs_assets = pytest.mark.skipif(
     ASSETS is None, reason="needs kube-apiserver and etcd binaries: set "
     + " or ".join(ASSETS_ENV))
@@ -177,3 +180,62 @@ async def test_extra_flags_reach_etcd_and_kube_apiserver() -> None:
                            for pid in plane.pids]
         assert b"--quota-backend-bytes=4294967296" in etcd
         assert b"--max-requests-inflight=500" in apiserver
+
+
+def test_admission_plugin_names_are_checked_before_anything_starts(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"admission plugin 'Owner References': expected a "
+                                         r"name such as OwnerReferencesPermissionEnforcement"):
+        ControlPlane(tmp_path, enable_admission_plugins=("Owner References",))
+
+
+def _cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+@needs_assets
+async def test_a_named_admission_plugin_runs_and_clients_may_skip_verification() -> None:
+    """``enable_admission_plugins`` reaches kube-apiserver's flag, and the probe finds the
+    plugin; ``insecure_skip_tls_verify`` gives a configuration with no CA that works."""
+    async with ControlPlane(ASSETS, controller_manager=False,
+                            enable_admission_plugins=(PLUGIN,)) as plane:
+        assert f"--enable-admission-plugins={PLUGIN}" in _cmdline(plane.pids[-1])
+        configuration = plane.configuration(insecure_skip_tls_verify=True)
+        assert (configuration.verify_ssl, configuration.ssl_ca_cert) == (False, None)
+        cluster = Cluster(configuration)
+        try:
+            assert await admission_plugin_enabled(cluster, PLUGIN, namespace="default")
+        finally:
+            await cluster.close()
+        [entry] = plane.kubeconfig(insecure_skip_tls_verify=True)["clusters"]
+        assert entry["cluster"] == {"server": plane.url, "insecure-skip-tls-verify": True}
+
+
+@needs_assets
+async def test_the_command_line_serves_a_control_plane_until_sigterm(tmp_path: Path) -> None:
+    """``python -m reconcilekit.testing --control-plane DIR``: kube-apiserver's default
+    admission plugins only, kube-controller-manager beside it, an insecure kubeconfig on
+    request; SIGTERM stops every process and removes the temporary directory."""
+    kubeconfig = tmp_path / "kubeconfig"
+    async with OperatorProcess(
+            sys.executable, "-m", "reconcilekit.testing", "--control-plane", str(ASSETS),
+            "--insecure-skip-tls-verify", "--kubeconfig-out", str(kubeconfig),
+            name="python -m reconcilekit.testing --control-plane") as cli:
+        line = (await cli.wait_for_line(" listening on ", within=120)).string
+        assert "admission plugins besides kube-apiserver's defaults: none" in line, line
+        children = [int(pid) for pid in (await anyio.Path(
+            f"/proc/{cli.pid}/task/{cli.pid}/children").read_text()).split()]
+        names = {Path(_cmdline(pid)[0]).name: pid for pid in children}
+        assert sorted(names) == ["etcd", "kube-apiserver", "kube-controller-manager"]
+        apiserver = _cmdline(names["kube-apiserver"])
+        assert not [a for a in apiserver if a.startswith("--enable-admission-plugins")]
+        assert "--controllers=*,-podgc,-nodeipam,-nodelifecycle" in _cmdline(
+            names["kube-controller-manager"])
+        [data] = {Path(a.split("=", 1)[1]).parent for a in apiserver
+                  if a.startswith("--cert-dir=")}
+        async with open_cluster(kubeconfig) as cluster:
+            assert cluster.configuration.verify_ssl is False
+            assert not await admission_plugin_enabled(cluster, PLUGIN,
+                                                      namespace=cluster.namespace)
+        assert await cli.stop() == 0, cli.log_tail()
+    assert not [pid for pid in children if _alive(pid)]
+    assert not data.exists()
