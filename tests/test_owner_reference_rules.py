@@ -132,12 +132,17 @@ def _secret(name: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
 APPLY: Final = "application/apply-patch+yaml"
 
 
+ENFORCED: Final = pytest.mark.admission_plugin("OwnerReferencesPermissionEnforcement")
+
+
 @pytest.mark.parametrize(("declared", "refused"), [
-    ((APPLIES, ADOPTS, BLOCKS), ()),
-    ((Permission(SECRETS, "patch"), ADOPTS, BLOCKS), ("apply-create", "create-owned")),
-    ((APPLIES, BLOCKS), ("apply-adopt",)),
-    ((APPLIES, ADOPTS), ("apply-adopt", "create-owned")),
-], ids=["all-three", "apply-as-patch", "no-adoption", "no-blocking"])
+    pytest.param((APPLIES, ADOPTS, BLOCKS), (), id="all-three"),
+    pytest.param((Permission(SECRETS, "patch"), ADOPTS, BLOCKS),
+                 ("apply-create", "create-owned"), id="apply-as-patch"),
+    pytest.param((APPLIES, BLOCKS), ("apply-adopt",), id="no-adoption", marks=ENFORCED),
+    pytest.param((APPLIES, ADOPTS), ("apply-adopt", "create-owned"), id="no-blocking",
+                 marks=ENFORCED),
+])
 async def test_apply_and_owner_references_need_exactly_the_declared_grants(
         apiserver: Cluster, declared: tuple[Permission, ...], refused: tuple[str, ...]) -> None:
     ns = apiserver.namespace
