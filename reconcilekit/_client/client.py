@@ -456,6 +456,9 @@ class Client:
         them too). ``dry_run=True`` asks the server to check and answer
         without storing anything (``dryRun=All``); the answer is not taken as
         a write the cache should wait to see.
+
+        RBAC: ``patch`` on the resource, and ``create`` too, which kube-apiserver
+        checks when the apply creates the object (``reconcilekit.rbac.applies``).
         """
         meta = obj.get("metadata") or {}
         name, ns = meta.get("name"), meta.get("namespace") or None
