@@ -83,14 +83,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
             parser.error("--control-plane without DIR needs $" + " or $".join(ASSETS_ENV)
                          + " set to a directory holding etcd and kube-apiserver")
     else:
-        args.port = 0 if args.port is None else args.port
-        args.controllers = "*" if args.controllers is None else args.controllers
-        args.plain_http = bool(args.plain_http)
-        if not 0 <= args.port <= 65535:
+        if not 0 <= _port(args) <= 65535:
             parser.error(f"--port must be between 0 and 65535, got {args.port}")
         if args.plain_http and args.insecure_skip_tls_verify:
             parser.error("--insecure-skip-tls-verify: a plain-HTTP server has no TLS to skip")
     return args
+
+
+def _port(args: argparse.Namespace) -> int:
+    return 0 if args.port is None else int(args.port)
 
 
 def _names(value: str) -> list[str]:
@@ -119,8 +120,9 @@ def _stop_on_signals() -> asyncio.Event:
 async def _serve_in_process(args: argparse.Namespace) -> int:
     stop = _stop_on_signals()
     try:
-        server = APIServer(port=args.port, token=args.token, tls=not args.plain_http,
-                           controllers=_names(args.controllers),
+        server = APIServer(port=_port(args), token=args.token, tls=not args.plain_http,
+                           controllers=_names("*" if args.controllers is None
+                                              else args.controllers),
                            enable_admission_plugins=_names(args.enable_admission_plugins))
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -128,7 +130,8 @@ async def _serve_in_process(args: argparse.Namespace) -> int:
     try:
         await server.start()
     except OSError as err:
-        print(f"error: cannot listen on 127.0.0.1:{args.port}: {err.strerror}", file=sys.stderr)
+        print(f"error: cannot listen on 127.0.0.1:{_port(args)}: {err.strerror}",
+              file=sys.stderr)
         return 1
     failed = _write(server.kubeconfig(), args)
     if failed:

@@ -35,6 +35,11 @@ NO_FAULTS_REASON = ("fault injection needs reconcilekit's in-process API server;
 
 
 TEST_ANNOTATION = "testing.reconcilekit.dev/test"
+# Admission plugins kube-apiserver runs only when told, which the pytest plugin's servers
+# run (in-process and the session's control plane), as hardened clusters and OpenShift do:
+# an owner reference with blockOwnerDeletion needs update on the owner's finalizers
+# subresource, which generated RBAC must then grant.
+OPTIONAL_ADMISSION_PLUGINS = ("OwnerReferencesPermissionEnforcement",)
 
 
 class NamespaceNotRemoved(AssertionError):
@@ -282,9 +287,8 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
     :class:`APIServer`); a real cluster runs its own.
     """
     if kubeconfig is None and configuration is None:
-        # admission as the test control plane's kube-apiserver has it
-        async with APIServer(controllers=controllers, enable_admission_plugins=(
-                "OwnerReferencesPermissionEnforcement",)) as server:
+        async with APIServer(controllers=controllers,
+                             enable_admission_plugins=OPTIONAL_ADMISSION_PLUGINS) as server:
             cluster = Cluster(server.configuration(), server=server)
             try:
                 yield cluster

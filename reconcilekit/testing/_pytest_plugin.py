@@ -54,7 +54,14 @@ import yaml
 
 from .._client.client import Client
 from ._admission_probe import PROBED_PLUGINS, AdmissionPlugins
-from ._cluster import KUBECONFIG_ENV, NO_FAULTS_REASON, Cluster, delete_objects, open_cluster
+from ._cluster import (
+    KUBECONFIG_ENV,
+    NO_FAULTS_REASON,
+    OPTIONAL_ADMISSION_PLUGINS,
+    Cluster,
+    delete_objects,
+    open_cluster,
+)
 from ._control_plane import ControlPlane, assets_from_env
 from ._leftovers import RunWindow, Snapshot, settled_leftovers, snapshot
 from ._namespace_reaper import NamespaceReaper
@@ -313,17 +320,11 @@ async def _session_end(state: _Cleanup, stuck: frozenset[str]) -> list[tuple[str
     return out
 
 
-OPTIONAL_PLUGINS = ("OwnerReferencesPermissionEnforcement",)  # the session's control plane's
-
-
 def _control_plane() -> tuple[ControlPlane, Path]:
     """The session's control plane, started on first use (blocking, in the main thread)."""
     global _plane, _plane_kubeconfig
     if _plane is None:
-        # As hardened clusters (and OpenShift) run it: an owner reference with
-        # blockOwnerDeletion needs update on the owner's finalizers subresource, which
-        # generated RBAC must then grant (admins and the controller manager pass).
-        plane = ControlPlane(enable_admission_plugins=OPTIONAL_PLUGINS)
+        plane = ControlPlane(enable_admission_plugins=OPTIONAL_ADMISSION_PLUGINS)
         plane.start()
         _plane = plane
         _plane_kubeconfig = plane.write_kubeconfig(
