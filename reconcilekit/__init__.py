@@ -88,6 +88,7 @@ from ._foundations.logging import configure_logging as configure_logging
 from ._foundations.logging import log_context as log_context
 from ._foundations.objects import Obj as Obj
 from ._foundations.objects import ObjectKey as ObjectKey
+from ._foundations.objects import ObjectList as ObjectList
 from ._foundations.objects import Resource as Resource
 from ._foundations.objects import TypedResource as TypedResource
 from ._foundations.objects import object_key as object_key
@@ -134,6 +135,7 @@ __all__ = [
     "NotFound",
     "Obj",
     "ObjectKey",
+    "ObjectList",
     "Predicate",
     "ReconcileContextFilter",
     "Reconciler",

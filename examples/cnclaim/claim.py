@@ -402,7 +402,7 @@ class ClaimReconciler(Reconciler):
         """
         ns, name = namespace_of(claim), name_of(claim)
         listed = await self.client.list(PODS, ns, label_selector=f"{CLAIMED_BY_LABEL}={name}")
-        pods: dict[str, Obj] = {name_of(p): p for p in listed.get("items") or ()}
+        pods: dict[str, Obj] = {name_of(p): cast(Obj, p) for p in listed["items"]}
         for named in (str(spec_of(claim).get("podName") or ""), source_pod(claim)):
             if named and named not in pods:  # ours by spec, whatever its label says
                 pod = await self._current_pod(ns, named)

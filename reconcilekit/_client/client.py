@@ -28,7 +28,7 @@ import aiohttp
 
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.errors import Gone
-from .._foundations.objects import ObjectKey, Resource, TypedResource
+from .._foundations.objects import ObjectKey, ObjectList, Resource, TypedResource
 from .._foundations.shard_selector import ShardSelector
 from .._version import __version__
 from .answers import check_list
@@ -243,13 +243,30 @@ class Client:
         path = object_path(resource, namespace, name, "get_status")
         return await self.request("GET", path + "/status")
 
+    @overload
+    async def list(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                    namespace: str | None = None, *,
+                   label_selector: LabelSelectorLike | None = None,
+                   field_selector: FieldSelectorLike | None = None,
+                   limit: int | None = None, continue_: str | None = None,
+                   resource_version: str | None = None,
+                   metadata_only: Literal[False] = False,
+                   shard_selector: ShardSelector | str | None = None) -> ObjectList[_T]: ...
+    @overload
     async def list(self, resource: Resource, namespace: str | None = None, *,
                    label_selector: LabelSelectorLike | None = None,
                    field_selector: FieldSelectorLike | None = None,
                    limit: int | None = None, continue_: str | None = None,
                    resource_version: str | None = None,
                    metadata_only: bool = False,
-                   shard_selector: ShardSelector | str | None = None) -> dict[str, Any]:
+                   shard_selector: ShardSelector | str | None = None) -> dict[str, Any]: ...
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   label_selector: LabelSelectorLike | None = None,
+                   field_selector: FieldSelectorLike | None = None,
+                   limit: int | None = None, continue_: str | None = None,
+                   resource_version: str | None = None,
+                   metadata_only: bool = False,
+                   shard_selector: ShardSelector | str | None = None) -> Any:
         """One page of objects: the List as the server sends it.
 
         ``namespace`` None lists a namespaced resource across all namespaces.
@@ -274,13 +291,30 @@ class Client:
                                                            if metadata_only else None))
         return check_list(answer, f"list of {resource.plural}")
 
+    @overload
+    async def list_all(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                        namespace: str | None = None, *,
+                       label_selector: LabelSelectorLike | None = None,
+                       field_selector: FieldSelectorLike | None = None,
+                       limit: int | None = _LIST_PAGE,
+                       resource_version: str | None = None,
+                       metadata_only: Literal[False] = False,
+                       shard_selector: ShardSelector | str | None = None) -> ObjectList[_T]: ...
+    @overload
     async def list_all(self, resource: Resource, namespace: str | None = None, *,
                        label_selector: LabelSelectorLike | None = None,
                        field_selector: FieldSelectorLike | None = None,
                        limit: int | None = _LIST_PAGE,
                        resource_version: str | None = None,
                        metadata_only: bool = False,
-                       shard_selector: ShardSelector | str | None = None) -> dict[str, Any]:
+                       shard_selector: ShardSelector | str | None = None) -> dict[str, Any]: ...
+    async def list_all(self, resource: Resource, namespace: str | None = None, *,
+                       label_selector: LabelSelectorLike | None = None,
+                       field_selector: FieldSelectorLike | None = None,
+                       limit: int | None = _LIST_PAGE,
+                       resource_version: str | None = None,
+                       metadata_only: bool = False,
+                       shard_selector: ShardSelector | str | None = None) -> Any:
         """Every matching object, read in pages of ``limit``, as one List.
 
         The List is one consistent snapshot: its ``metadata.resourceVersion``
@@ -315,13 +349,30 @@ class Client:
                     if k not in ("continue", "remainingItemCount")}
             return dict(first, metadata=meta, items=items)
 
+    @overload
+    def iter_list(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
+                  namespace: str | None = None, *,
+                  label_selector: LabelSelectorLike | None = None,
+                  field_selector: FieldSelectorLike | None = None,
+                  limit: int | None = _LIST_PAGE, resource_version: str | None = None,
+                  metadata_only: Literal[False] = False,
+                  shard_selector: ShardSelector | str | None = None
+                  ) -> AsyncIterator[_T]: ...
+    @overload
+    def iter_list(self, resource: Resource, namespace: str | None = None, *,
+                  label_selector: LabelSelectorLike | None = None,
+                  field_selector: FieldSelectorLike | None = None,
+                  limit: int | None = _LIST_PAGE, resource_version: str | None = None,
+                  metadata_only: bool = False,
+                  shard_selector: ShardSelector | str | None = None
+                  ) -> AsyncIterator[dict[str, Any]]: ...
     async def iter_list(self, resource: Resource, namespace: str | None = None, *,
                         label_selector: LabelSelectorLike | None = None,
                         field_selector: FieldSelectorLike | None = None,
                         limit: int | None = _LIST_PAGE, resource_version: str | None = None,
                         metadata_only: bool = False,
                         shard_selector: ShardSelector | str | None = None
-                        ) -> AsyncIterator[dict[str, Any]]:
+                        ) -> AsyncIterator[Any]:
         """Yield every matching object, fetching pages of ``limit`` as they are consumed.
 
         Items carry ``apiVersion`` and ``kind``. Unlike :meth:`list_all`, an

@@ -9,15 +9,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeAlias
+from typing import Any, Generic, TypeAlias, TypedDict
 
 if sys.version_info >= (3, 13):
     from typing import TypeVar
 else:  # a TypeVar's default (PEP 696) before Python 3.13
     from typing_extensions import TypeVar
 
-__all__ = ["Obj", "ObjT", "ObjView", "ObjViewT_contra", "ObjectKey", "Resource", "TypedResource",
-           "object_key", "resource_version_of"]
+__all__ = ["Obj", "ObjT", "ObjView", "ObjViewT_contra", "ObjectKey", "ObjectList", "Resource",
+           "TypedResource", "object_key", "resource_version_of"]
 
 Obj: TypeAlias = dict[str, Any]
 """A Kubernetes object as decoded JSON (``apiVersion``, ``kind``, ``metadata``, ...)."""
@@ -111,6 +111,18 @@ class TypedResource(Resource, Generic[T_co]):
     (``return await client.get(CONFIG_MAPS, ...)`` in a function returning
     ``ConfigMap | None``) still picks the typed overload.
     """
+
+
+class ObjectList(TypedDict, Generic[T_co]):
+    """A List as the API server sends it: ``items`` of the resource's shape.
+
+    What the client's ``list`` and ``list_all`` of a ``TypedResource[T]`` are typed.
+    ``metadata`` holds ``resourceVersion`` and, for a page, ``continue``."""
+
+    apiVersion: str
+    kind: str
+    metadata: dict[str, Any]
+    items: list[T_co]
 
 
 @dataclass(frozen=True, slots=True, order=True)

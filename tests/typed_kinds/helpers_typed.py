@@ -48,6 +48,11 @@ async def reads(client: Client, cache: Cache) -> None:
     fresh: Deployment = await client.get(DEPLOYMENTS, "web", "ns")
     status: Deployment = await client.get_status(DEPLOYMENTS, "web", "ns")
     replicas: int = (await client.get_scale(DEPLOYMENTS, "web", "ns"))["spec"]["replicas"]
+    page: list[Deployment] = (await client.list(DEPLOYMENTS, "ns"))["items"]
+    every: list[Deployment] = (await client.list_all(DEPLOYMENTS))["items"]
+    async for one in client.iter_list(DEPLOYMENTS, "ns"):
+        one["spec"]["replicaz"]  # E: "replicaz"
+    del page, every
     deployment["spec"]["replicaz"]  # E: "replicaz"
     wrong: ConfigMap = await cache.get(DEPLOYMENTS, "web", "ns")  # E: Incompatible types
     del listed, looked, fresh, status, replicas, wrong

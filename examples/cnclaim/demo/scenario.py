@@ -14,7 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 
@@ -101,7 +101,7 @@ class Scenario:
 
     async def _pods(self) -> list[Obj]:
         listed = await self.client.list(PODS, self.namespace, label_selector=f"{POOL_LABEL}={POOL}")
-        return sorted(listed.get("items") or [], key=creation_order)
+        return sorted(cast(list[Obj], listed["items"]), key=creation_order)
 
     async def _claims(self) -> list[Obj]:
         listed = await self.client.list(CNCLAIMS, self.namespace,
