@@ -249,12 +249,15 @@ async def test_impersonation_needs_the_right_to_impersonate(apiserver: Cluster) 
 async def test_subject_and_rules_reviews(apiserver: Cluster) -> None:
     bot = await _account_with_a_role(apiserver)
     ns = apiserver.namespace
-    subject = await apiserver.request("POST", f"{AUTHZ}/subjectaccessreviews", json={
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-        "spec": {"user": bot, "groups": ["system:serviceaccounts"], "resourceAttributes": {
-            "verb": "get", "resource": "configmaps", "namespace": ns, "name": "x"}}})
-    assert subject.status == 201, subject
-    assert subject.body["status"]["allowed"] is True
+
+    async def allowed() -> bool:  # kube-apiserver's RBAC reads bindings from an informer
+        subject = await apiserver.request("POST", f"{AUTHZ}/subjectaccessreviews", json={
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": bot, "groups": ["system:serviceaccounts"], "resourceAttributes": {
+                "verb": "get", "resource": "configmaps", "namespace": ns, "name": "x"}}})
+        assert subject.status == 201, subject
+        return subject.body["status"]["allowed"] is True
+    await eventually(allowed, within=30.0, what="the new binding allowing the review")
     local = await apiserver.request(
         "POST", f"{AUTHZ}/namespaces/{ns}/localsubjectaccessreviews", json={
             "apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
