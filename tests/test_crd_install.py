@@ -94,6 +94,19 @@ async def test_a_crd_whose_names_clash_fails_at_once_with_the_servers_reason(
             '"DialList" is already in use')
 
 
+async def test_a_crd_the_server_refuses_is_an_error_naming_it(apiserver: Cluster) -> None:
+    crd = _kind("Knob", "knobs").crd()
+    crd["metadata"]["name"] = "knobs.elsewhere.reconcilekit.dev"  # not plural.group
+    async with Client(apiserver.configuration) as client:
+        with pytest.raises(CRDInstallError) as caught:
+            await install_crds(client, [crd])
+        assert str(caught.value).startswith(
+            "cannot install CRD knobs.elsewhere.reconcilekit.dev: "), caught.value
+        assert "must be spec.names.plural+\".\"+spec.group" in str(caught.value), caught.value
+        with pytest.raises(CRDInstallError, match=r"needs metadata\.name"):
+            await install_crds(client, [{"spec": crd["spec"]}])
+
+
 async def test_a_malformed_condition_in_a_custom_kinds_status_is_refused(
         apiserver: Cluster) -> None:
     meters = _kind("Meter", "meters")
