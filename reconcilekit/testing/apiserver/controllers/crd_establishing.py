@@ -26,6 +26,8 @@ from .cleanup import delete_if_present
 
 __all__ = ["CRDController"]
 
+_CRD_TABLE = ("apiextensions.k8s.io", "customresourcedefinitions")
+
 
 class CRDController:
     """Serves CRDs as they are written and removes them once their resources are gone."""
@@ -38,10 +40,8 @@ class CRDController:
         """Serve ``crd``'s versions and mark it NamesAccepted and Established."""
         spec = crd["spec"]
         old = crd.get("status") or {}
-        established = any(c.get("type") == "Established" and c.get("status") == "True"
-                          for c in old.get("conditions") or ())
         conflict = self._name_conflict(crd)
-        if conflict is not None and not established:
+        if conflict is not None and _condition_status(crd, "Established") != "True":
             self._refuse(crd, *conflict)
             return
         served = crd_types(crd)
@@ -106,7 +106,7 @@ class CRDController:
         self.storage.replace_status(self._crd_type(), "", crd["metadata"]["name"], status)
 
     def _crds(self) -> list[dict[str, Any]]:
-        table = self.storage.tables.get(("apiextensions.k8s.io", "customresourcedefinitions"))
+        table = self.storage.tables.get(_CRD_TABLE)
         return list(table.objects.values()) if table is not None else []
 
     def delete_resources(self, crd: dict[str, Any]) -> None:
@@ -127,15 +127,13 @@ class CRDController:
         if owned is not None:
             self.storage.drop_table(owned)
         for other in self._crds():  # a name it held may now be free for another
-            conditions = (other.get("status") or {}).get("conditions") or ()
-            if other["spec"]["group"] == crd["spec"]["group"] and any(
-                    c.get("type") == "NamesAccepted" and c.get("status") == "False"
-                    for c in conditions):
+            if other["spec"]["group"] == crd["spec"]["group"] and _condition_status(
+                    other, "NamesAccepted") == "False":
                 self.serve(other)
 
     def finish_if_empty(self, crd_name: str) -> None:
         """Remove a CRD being deleted once no custom resource of it is left."""
-        crds = self.storage.tables.get(("apiextensions.k8s.io", "customresourcedefinitions"))
+        crds = self.storage.tables.get(_CRD_TABLE)
         crd = crds.objects.get(("", crd_name)) if crds else None
         if crd is None or not crd["metadata"].get("deletionTimestamp"):
             return
@@ -156,3 +154,11 @@ def _requested_names(crd: dict[str, Any]) -> dict[str, Any]:
     names.setdefault("singular", names["kind"].lower())
     names.setdefault("listKind", f"{names['kind']}List")
     return names
+
+
+def _condition_status(crd: dict[str, Any], condition_type: str) -> str | None:
+    """The status of the CRD's condition of ``condition_type``; None when it has none."""
+    for condition in (crd.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == condition_type:
+            return str(condition.get("status"))
+    return None
