@@ -25,6 +25,7 @@ from ._cache.informer import EventHandler as EventHandler
 from ._cache.informer import Transform as Transform
 from ._cache.informer import metadata_only as metadata_only
 from ._cache.informer import strip_managed_fields as strip_managed_fields
+from ._cache.mutation_detector import CachedObjectMutated as CachedObjectMutated
 from ._cache.scope import ALL_NAMESPACES as ALL_NAMESPACES
 from ._cache.scope import CacheScope as CacheScope
 from ._cache.scope import CacheScopeError as CacheScopeError
@@ -110,6 +111,7 @@ __all__ = [
     "CacheScope",
     "CacheScopeError",
     "CacheSyncTimeout",
+    "CachedObjectMutated",
     "Client",
     "ClientOptions",
     "Clock",

@@ -4,7 +4,8 @@ The :class:`Watcher` (list+watch with resume, 410 relist, :class:`Backoff`,
 dead-connection detection; its settings in :class:`WatchOptions`) feeds a
 :class:`WatchSink` (each list page by page through a :class:`ListSink` when
 the sink asks for one); the :class:`Informer` puts it into a :class:`Store`
-with named indexes and calls its handlers; the :class:`LeaderElector` holds
+with named indexes and calls its handlers (a :class:`MutationDetector`
+checks that no reader changed what the store shares); the :class:`LeaderElector` holds
 one Lease. :func:`error_from_response` and
 :func:`error_from_status` map an API server's answer to reconcilekit's
 errors; the constants are wire-level resources and media types;
@@ -15,6 +16,7 @@ what an operator needs day to day.
 
 from ._cache.backoff import Backoff as Backoff
 from ._cache.informer import Informer as Informer
+from ._cache.mutation_detector import MutationDetector as MutationDetector
 from ._cache.store import Store as Store
 from ._cache.watch_sink import ListSink as ListSink
 from ._cache.watch_sink import WatchSink as WatchSink
@@ -34,6 +36,7 @@ __all__ = [
     "Informer",
     "LeaderElector",
     "ListSink",
+    "MutationDetector",
     "PARTIAL_OBJECT_METADATA",
     "PARTIAL_OBJECT_METADATA_LIST",
     "Store",

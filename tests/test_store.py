@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -11,7 +12,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from reconcilekit import ObjectKey
+from reconcilekit import LabelSelector, ObjectKey, object_key
+from reconcilekit._cache.store import DECODED_BYTES_PER_JSON_BYTE
 from reconcilekit.lowlevel import Store
 
 
@@ -157,3 +159,137 @@ def test_equal_index_values_are_held_once() -> None:
     values = store._values["node"].values()
     assert len({id(v[0]) for v in values}) == 1
 
+
+
+def _labelled(ns: str, name: str, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": ns, "name": name, "labels": labels}, "spec": {}}
+
+
+def test_a_shared_read_is_the_same_object_until_the_object_changes() -> None:
+    store = Store()
+    store.put(_pod("a", "p", node="n1"))
+    key = ObjectKey("a", "p")
+    first = store.get(key, shared=True)
+    assert first is not None and store.get(key, shared=True) is first
+    assert store.list("a", shared=True)[0] is first
+    copy = store.get(key)
+    assert copy == first and copy is not first  # the default read is the caller's own
+    store.put(_pod("a", "p", node="n2"))
+    second = store.get(key, shared=True)
+    assert second is not first and second is not None and second["spec"]["nodeName"] == "n2"
+    assert first["spec"]["nodeName"] == "n1"  # a reader holding the old one keeps it
+    store.delete(key)
+    assert store.get(key, shared=True) is None
+    store._check_invariants()
+
+
+def test_shared_objects_stay_within_their_memory_budget() -> None:
+    sizes = []
+    for name in ("p0", "p1", "p2", "p3", "p4", "p5"):
+        sizes.append(len(orjson.dumps(_pod("a", name))) * DECODED_BYTES_PER_JSON_BYTE)
+    budget = 2 * (2 * max(sizes))  # each generation holds two objects
+    store = Store(shared_read_memory=budget)
+    for name in ("p0", "p1", "p2", "p3", "p4", "p5"):
+        store.put(_pod("a", name))
+    read = store.list(shared=True)
+    assert store.shared_nbytes <= budget
+    # the last read are kept, the first were dropped: read again, they are decoded anew
+    assert store.get(object_key(read[-1]), shared=True) is read[-1]
+    again = store.get(object_key(read[0]), shared=True)
+    assert again == read[0] and again is not read[0]
+    assert store.shared_nbytes <= budget
+    store._check_invariants()
+    none = Store(shared_read_memory=0)
+    none.put(_pod("a", "p"))
+    once = none.get(ObjectKey("a", "p"), shared=True)
+    assert once == none.get(ObjectKey("a", "p"), shared=True) and none.shared_nbytes == 0
+    with pytest.raises(ValueError, match="shared_read_memory must be >= 0 bytes, got -1"):
+        Store(shared_read_memory=-1)
+
+
+def test_a_label_selector_decodes_only_the_objects_it_selects() -> None:
+    store = Store()
+    store.put(_labelled("a", "web-1", app="web"))
+    store.put(_labelled("a", "db-1", app="db"))
+    store.put(_labelled("b", "web-2", app="web", tier="front"))
+    # An object the selector does not match cannot even be decoded: a read that decoded
+    # it would fail.
+    store._objects[ObjectKey("a", "db-1")] = b"not JSON"
+    web = LabelSelector.parse("app=web")
+    assert list(store.select(labels=web)) == [ObjectKey("a", "web-1"), ObjectKey("b", "web-2")]
+    assert [o["metadata"]["name"] for o in store.objects(store.select(labels=web))] == [
+        "web-1", "web-2"]
+    assert list(store.select(namespace="b", labels=LabelSelector.parse("tier"))) == [
+        ObjectKey("b", "web-2")]
+    assert store.labels_of(ObjectKey("b", "web-2")) == {"app": "web", "tier": "front"}
+    # Equal label sets are held once, whichever object brought them.
+    store.put(_labelled("c", "web-3", app="web"))
+    assert store.labels_of(ObjectKey("c", "web-3")) is store.labels_of(ObjectKey("a", "web-1"))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_decoding_many_objects_leaves_the_garbage_collector_as_it_found_it(
+        enabled: bool) -> None:
+    store = Store()
+    for i in range(100):
+        store.put(_pod("a", f"p{i:03d}"))
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        for shared in (False, True):
+            assert len(store.list(shared=shared)) == 100
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+class LabelledStoreMachine(RuleBasedStateMachine):
+    """Random puts, deletes and reads: label selections, sorted keys and shared objects
+    always equal a brute-force scan of a model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        one = len(orjson.dumps(_labelled("a", "p1", app="web", tier="db")))
+        self.store = Store({"node": _by_node},
+                           shared_read_memory=3 * one * DECODED_BYTES_PER_JSON_BYTE)
+        self.model: dict[ObjectKey, dict[str, Any]] = {}
+
+    keys = st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["p1", "p2", "p3", "p4"]))
+    labels = st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["web", "db"]),
+                             max_size=2)
+    selectors = st.sampled_from(["app=web", "app!=web", "tier", "!tier", "app in (web,db)",
+                                 "app=web,tier=db", ""])
+
+    @rule(key=keys, labels=labels, node=st.sampled_from(["", "n1"]))
+    def put(self, key: tuple[str, str], labels: dict[str, str], node: str) -> None:
+        obj = {**_labelled(*key, **labels), "spec": {"nodeName": node}}
+        self.store.put(obj)
+        self.model[ObjectKey(*key)] = obj
+
+    @rule(key=keys)
+    def delete(self, key: tuple[str, str]) -> None:
+        self.store.delete(ObjectKey(*key))
+        self.model.pop(ObjectKey(*key), None)
+
+    @rule(text=selectors, namespace=st.sampled_from([None, "a"]),
+          node=st.sampled_from([None, "n1"]), shared=st.booleans())
+    def read(self, text: str, namespace: str | None, node: str | None, shared: bool) -> None:
+        selector = LabelSelector.parse(text)
+        keys = self.store.select(namespace=namespace, labels=selector,
+                                 index=None if node is None else ("node", node))
+        expected = sorted(
+            k for k, o in self.model.items()
+            if (namespace is None or k.namespace == namespace)
+            and (node is None or o["spec"]["nodeName"] == node)
+            and selector.matches(o["metadata"]["labels"]))
+        assert list(keys) == expected
+        assert self.store.objects(keys, shared=shared) == [self.model[k] for k in expected]
+
+    @invariant()
+    def consistent(self) -> None:
+        self.store._check_invariants()
+
+
+TestLabelledStoreMachine = LabelledStoreMachine.TestCase
+TestLabelledStoreMachine.settings = settings(max_examples=80, stateful_step_count=40,
+                                             deadline=None)

@@ -109,25 +109,32 @@ class Indexes:
         cache.add_handler(PODS, self.bindable.handler())
         self._pods = cache.informer_for(PODS)
 
+    # The reads below are shared (the cache's own objects, no copy): their callers only
+    # read them, and write through patches built apart. The pytest plugin's mutation
+    # detector would fail a test in which one changed them.
+
     async def claims_naming(self, namespace: str, pod: str) -> list[dict[str, Any]]:
-        """Claims whose ``spec.podName`` or ``spec.sourcePod.podName`` is ``pod``."""
+        """Claims whose ``spec.podName`` or ``spec.sourcePod.podName`` is ``pod`` (shared)."""
         found: dict[str, dict[str, Any]] = {}
         for field in (POD_NAME_FIELD, SOURCE_POD_FIELD):
-            for claim in await self.cache.list(CNCLAIMS, namespace, field=(field, pod)):
+            for claim in await self.cache.list(CNCLAIMS, namespace, field=(field, pod),
+                                               shared=True):
                 found[name_of(claim)] = claim
         return [found[k] for k in sorted(found)]
 
     async def pool_pods(self, namespace: str, pool: str) -> list[dict[str, Any]]:
-        """The Pods labelled with ``pool``."""
-        return await self.cache.list(PODS, namespace, field=(_POOL_FIELD, pool))
+        """The Pods labelled with ``pool`` (shared)."""
+        return await self.cache.list(PODS, namespace, field=(_POOL_FIELD, pool), shared=True)
 
     async def pods_claimed_by(self, namespace: str, claim: str) -> list[dict[str, Any]]:
-        """The Pods labelled as claimed by ``claim``."""
-        return await self.cache.list(PODS, namespace, field=(_CLAIMED_BY_FIELD, claim))
+        """The Pods labelled as claimed by ``claim`` (shared)."""
+        return await self.cache.list(PODS, namespace, field=(_CLAIMED_BY_FIELD, claim),
+                                     shared=True)
 
     async def set_claims(self, namespace: str, claimset: str) -> list[dict[str, Any]]:
-        """The claims labelled as made by ``claimset``."""
-        return await self.cache.list(CNCLAIMS, namespace, field=(_CLAIMSET_FIELD, claimset))
+        """The claims labelled as made by ``claimset`` (shared)."""
+        return await self.cache.list(CNCLAIMS, namespace, field=(_CLAIMSET_FIELD, claimset),
+                                     shared=True)
 
     def _keys(self, index: str, value: str, namespace: str) -> Iterable[Request]:
         for key in self.cache.lookup_keys(CNCLAIMS, (index, value), namespace=namespace):

@@ -2,7 +2,9 @@
 
 Every write is a PUT carrying the resourceVersion the decision was made on,
 so it lands only on the Pod as it was read: the optimistic concurrency that
-makes binding safe without any lock but the API server's.
+makes binding safe without any lock but the API server's. The Pod given is
+never changed (it may be the cache's shared object): each write changes a
+copy of what it touches.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .resources import (
     namespace_of,
 )
 
-__all__ = ["POD_WRITES", "drop_claim_label", "release", "take"]
+__all__ = ["POD_WRITES", "drop_claim_label", "relabelled", "release", "take"]
 
 Obj = dict[str, Any]
 _ATTEMPTS: Final = 5
@@ -34,8 +36,17 @@ POD_WRITES: Final = Permission(PODS, "get", "update")
 changed meanwhile (a 409). The reconcilers that call them declare it."""
 
 
+def relabelled(pod: Mapping[str, Any], changes: Mapping[str, str | None]) -> Obj:
+    """``pod`` with labels set (or, for None, removed), to write; ``pod`` is left as it was
+    (the copy is of the top level and metadata, what a label or annotation change touches:
+    the rest is shared with ``pod``, read-only)."""
+    copy = {**pod, "metadata": dict(pod.get("metadata") or {})}
+    _set_labels(copy, changes)
+    return copy
+
+
 def _set_labels(pod: Obj, changes: Mapping[str, str | None]) -> None:
-    """Set (or, for None, remove) labels on ``pod`` in place."""
+    """Set (or, for None, remove) labels on ``pod``, giving it a new labels dict."""
     meta = pod.setdefault("metadata", {})
     current = dict(meta.get("labels") or {})
     for label, value in changes.items():
@@ -52,9 +63,9 @@ async def take(client: Client, pod: Obj, claim: str) -> Obj | None:
     A 409 means the Pod changed since it was read (another claim took it,
     or the pool deleted or relabelled it): the caller tries its next candidate.
     """
-    _set_labels(pod, {CLAIMED_BY_LABEL: claim, PHASE_LABEL: PodPhase.BOUND})
     try:
-        return await client.update(PODS, pod)
+        return await client.update(PODS, relabelled(pod, {CLAIMED_BY_LABEL: claim,
+                                                          PHASE_LABEL: PodPhase.BOUND}))
     except (Conflict, NotFound):
         return None
 
@@ -65,11 +76,11 @@ async def _rewrite(client: Client, pod: Obj, change: Callable[[Obj], bool]) -> O
     ``change`` returns False when the Pod as read needs nothing. Returns the
     Pod as written (or as read, when nothing was needed), None if it is gone.
     """
-    current: Obj | None = pod
+    current: Obj | None = {**pod, "metadata": dict(pod.get("metadata") or {})}  # see relabelled
     for attempt in range(_ATTEMPTS):
         assert current is not None
         if not change(current):
-            return current
+            return pod if attempt == 0 else current
         try:
             return await client.update(PODS, current)
         except NotFound:

@@ -47,7 +47,7 @@ from reconcilekit.rbac import RECORDS_EVENTS, Permission, blocks_owner_deletion
 
 from .index import Indexes
 from .observe import expectations_handler
-from .pods import POD_WRITES, release
+from .pods import POD_WRITES, relabelled, release
 from .resources import (
     CNCLAIMS,
     CNPOOLS,
@@ -189,9 +189,8 @@ class PoolReconciler(Reconciler):
             self.expectations.deletion_observed_uid(request, uid)
 
     async def _relabel(self, pod: Obj, phase: PodPhase) -> Obj | None:
-        pod["metadata"]["labels"] = {**labels(pod), PHASE_LABEL: phase}
         try:
-            return await self.client.update(PODS, pod)
+            return await self.client.update(PODS, relabelled(pod, {PHASE_LABEL: phase}))
         except (NotFound, Conflict):
             return None  # changed since read; its event brings the pool back here
 

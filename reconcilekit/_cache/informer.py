@@ -43,7 +43,15 @@ from .._client.client import Client
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.objects import Obj, ObjectKey, Resource, object_key, resource_version_of
 from .backoff import Backoff
-from .store import NAMESPACE_INDEX, IndexFunc, Prepared, Store, encode
+from .mutation_detector import MutationDetector
+from .store import (
+    DEFAULT_SHARED_READ_MEMORY,
+    NAMESPACE_INDEX,
+    IndexFunc,
+    Prepared,
+    Store,
+    encode,
+)
 from .watcher import Watcher, WatchOptions
 
 __all__ = [
@@ -142,7 +150,9 @@ class Informer(_PagedSink):
                  page_size: int = 500, admit: Callable[[Obj], bool] | None = None,
                  shard_selector: Callable[[], str | None] | None = None,
                  clock: Clock = _SYSTEM_CLOCK,
-                 backoff: Backoff | None = None) -> None:
+                 backoff: Backoff | None = None,
+                 shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
+                 detector: MutationDetector | None = None) -> None:
         """Keep ``resource``, read through ``client``, in a new :attr:`store`.
 
         ``namespace`` watches one namespace (None: all of them); ``namespaces``
@@ -161,7 +171,8 @@ class Informer(_PagedSink):
         holds, beyond the server's selection (a sharded manager's: those of
         its replica's shards; None: every one the server sends); an object it
         refuses is never stored nor handed to a handler. ``clock`` times the
-        resyncs and the watchers.
+        resyncs and the watchers. ``shared_read_memory`` and ``detector`` are the
+        store's (see :class:`Store`).
 
         Raises ValueError for both ``namespace`` and ``namespaces``, an empty
         ``namespaces``, or options :class:`WatchOptions` refuses.
@@ -178,7 +189,8 @@ class Informer(_PagedSink):
                                relist_period=relist_period, metadata_only=metadata_only,
                                shard_selector=shard_selector)
         self.resource = resource
-        self.store = Store()
+        self.store = Store(shared_read_memory=shared_read_memory, detector=detector,
+                           name=str(resource))
         self.transform = transform
         self.resync_period = resync_period
         self.admit = admit

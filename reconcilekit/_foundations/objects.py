@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeAlias, TypedDict
+from typing import Any, Generic, NamedTuple, TypeAlias, TypedDict
 
 if sys.version_info >= (3, 13):
     from typing import TypeVar
@@ -125,9 +125,13 @@ class ObjectList(TypedDict, Generic[T_co]):
     items: list[T_co]
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class ObjectKey:
-    """``namespace/name`` of an object; ``namespace`` is ``""`` for cluster-scoped ones."""
+class ObjectKey(NamedTuple):
+    """``namespace/name`` of an object; ``namespace`` is ``""`` for cluster-scoped ones.
+
+    A named tuple: it keys every store, index and queue, so hashing, comparing
+    and sorting it run in C (a dataclass's would call Python for each).
+    Ordered by namespace, then name.
+    """
 
     namespace: str
     name: str

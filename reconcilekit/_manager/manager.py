@@ -45,6 +45,7 @@ from prometheus_client import CollectorRegistry
 
 from .._cache.cache import Cache, CacheSyncTimeout
 from .._cache.scope import CacheScope
+from .._cache.store import DEFAULT_SHARED_READ_MEMORY
 from .._client.client import Client
 from .._controller.builder import ControllerBuilder
 from .._controller.controller import Controller
@@ -96,12 +97,15 @@ class Manager:
                  coordination: LeaderElection | Sharding | None = None,
                  identity: str | None = None, graceful_shutdown_timeout: float = 30.0,
                  cache_sync_timeout: float = 120.0, relist_period: float | None = None,
+                 cache_shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
                  clock: Clock = _SYSTEM_CLOCK,
                  registry: CollectorRegistry | None = None,
                  webhook_server: WebhookServer | None = None) -> None:
         """``coordination`` says how replicas share the work: one leader at a time
         (:class:`LeaderElection`), each its own shards (:class:`Sharding`), or
-        None: every replica reconciles everything (one replica only)."""
+        None: every replica reconciles everything (one replica only).
+        ``cache_shared_read_memory`` is the cache's ``shared_read_memory`` (see
+        :class:`Cache`)."""
         if http_addr is not None:
             split_address(http_addr)  # fail now, not once running
         if not isinstance(coordination, LeaderElection | Sharding | None):
@@ -134,7 +138,8 @@ class Manager:
         self.cache = Cache(client, namespace=namespace, default_namespaces=default_namespaces,
                            scopes=cache_scopes, clock=clock, relist_period=relist_period,
                            admit=held.admits if held is not None else None,
-                           shard_selector=held.selector if held is not None else None)
+                           shard_selector=held.selector if held is not None else None,
+                           shared_read_memory=cache_shared_read_memory)
         PrometheusCacheMetrics(self.registry, self.cache.statistics)
         client.add_request_observer(
             PrometheusClientMetrics(self.registry, _host_of(client)).observe)

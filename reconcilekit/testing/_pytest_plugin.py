@@ -26,6 +26,12 @@ a real backend:
 ``kube_client`` is a kubernetes-asyncio ``ApiClient`` for the cluster,
 ``client`` a :class:`reconcilekit.Client`.
 
+Every cache made in the session detects mutations of the objects it shares
+(``shared=True`` reads), on any backend: after each test (and again after its
+teardown) the objects handed out are compared with what the cache holds, and
+a test that changed one fails with :class:`CachedObjectMutated`, naming the
+resource, the object and the field.
+
 Admission plugins kube-apiserver runs only when told
 (``OwnerReferencesPermissionEnforcement``) are on in the in-process server
 and the session's control plane, and may be off in a kubeconfig's cluster.
@@ -43,7 +49,7 @@ import os
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +58,7 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from .._cache.mutation_detector import DETECTOR, CachedObjectMutated, enable_by_default
 from .._client.client import Client
 from ._admission_probe import PROBED_PLUGINS, AdmissionPlugins
 from ._cluster import (
@@ -84,6 +91,7 @@ CONTROLLERS_REASON = ("the test chooses the cluster's controllers, which only th
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    enable_by_default()
     config.addinivalue_line(
         "markers", "in_process_only: needs reconcilekit's in-process API server "
         "(skipped against a real API server)")
@@ -145,6 +153,32 @@ def _marker_problem(marker: pytest.Mark, fixtures: Any) -> str | None:
         return "the test uses no apiserver fixture (nor client, kube_client), whose cluster " \
                "the marker is about"
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """The test fails if it mutated an object a cache shares (a test that failed already
+    has it reported at teardown)."""
+    __tracebackhide__ = True
+    result = yield
+    _raise_cache_mutations()
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None
+                            ) -> Generator[None, object, object]:
+    __tracebackhide__ = True
+    result = yield
+    _raise_cache_mutations()
+    return result
+
+
+def _raise_cache_mutations() -> None:
+    __tracebackhide__ = True  # the message says it all; the plugin's frames would not
+    found = DETECTOR.take()
+    if found:
+        raise CachedObjectMutated("\n".join(found))
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..._cache.mutation_detector import enable_by_default as detect_cache_mutations
 from ..._foundations.clock import Clock, SystemClock
 from ...webhook._certificates import ServingCertificate
 from ...webhook._tls_handshakes import stop_tls_site
@@ -163,9 +164,14 @@ class APIServer:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Listen on 127.0.0.1 (a free port unless one was given)."""
+        """Listen on 127.0.0.1 (a free port unless one was given).
+
+        Caches made in this process from then on detect mutations of their
+        shared objects (see ``Cache(detect_mutations=...)``), as in tests they
+        should."""
         if self._runner is not None:
             raise RuntimeError("APIServer is already started")
+        detect_cache_mutations()
         handler = Handler(self.registry, self.storage, self.lifecycle, self.faults,
                           self.requests, self._settings)
         app = web.Application(client_max_size=16 * 1024 * 1024)
