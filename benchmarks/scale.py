@@ -69,7 +69,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,9 @@ MODES = ("full", "metadata")
 
 def _progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
+
+
+PodFactory = Callable[[int], tuple[dict[str, Any], dict[str, Any]]]
 
 
 def _pod(i: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -130,8 +133,10 @@ async def _each(n: Iterable[int], in_flight: int, work: Any) -> None:
             tg.start_soon(one, i)
 
 
-async def populate(kubeconfig: Path, have: int, n: int, in_flight: int) -> None:
-    """Create Pods ``have`` to ``n - 1``, each then given its status."""
+async def populate(kubeconfig: Path, have: int, n: int, in_flight: int,
+                   pod_of: PodFactory = _pod) -> None:
+    """Create Pods ``have`` to ``n - 1``, each then given its status: ``pod_of(i)`` is Pod
+    ``i`` and its status (by default a realistic Pod, as :func:`_pod` makes it)."""
     async with await _writer(kubeconfig, in_flight) as client:
         for k in range(NAMESPACES_USED):
             with contextlib.suppress(AlreadyExists):
@@ -140,7 +145,7 @@ async def populate(kubeconfig: Path, have: int, n: int, in_flight: int) -> None:
 
         async def create(i: int) -> None:
             nonlocal done
-            pod, status = _pod(i)
+            pod, status = pod_of(i)
             ns = pod["metadata"]["namespace"]
             await client.create(PODS, pod, ns)
             await client.patch_status(PODS, pod["metadata"]["name"], {"status": status}, ns)
