@@ -59,17 +59,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from reconcilekit import Cache, Manager
-from reconcilekit.testing import ControlPlane
 
 from .__main__ import machine
-from .scale import ETCD_QUOTA, NAMESPACES_USED, _line, _pod, populate, settle
-from .scale_go import CLIENT_GO, go_subject
-from .servers import add_assets_option, kube_apiserver_version
+from .scale import NAMESPACES_USED, _line, _pod, control_plane, go_and_versions, populate, settle
+from .servers import add_assets_option
 
 GROUP_LABEL = "read-group"
 PODS_PER_GROUP = 1_000
@@ -328,9 +325,7 @@ async def run(args: argparse.Namespace, go_argv: list[str] | None, go_note: str 
               versions: str) -> None:
     n, reps = args.pods, args.reps
     groups = max(1, n // PODS_PER_GROUP)
-    plane = ControlPlane(args.assets, controller_manager=False,
-                         etcd_flags=(f"--quota-backend-bytes={ETCD_QUOTA}",))
-    async with plane:
+    async with control_plane(args.assets) as plane:
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = plane.write_kubeconfig(Path(tmp) / "kubeconfig")
             _progress(f"writing {n:,} Pods in {groups} read groups")
@@ -388,16 +383,9 @@ def main(argv: list[str] | None = None) -> None:
         print("| cache reads | not run: no assets (--assets or RECONCILEKIT_TEST_ASSETS) |")
         print("|---|---|")
         return
-    go_argv, go_note, go_version = go_subject(args.go, args.go_binary)
-    if go_note:
-        _progress(f"client-go: {go_note}")
     if not SHARED_READS:
         _progress(f"reconcilekit shared reads: {NO_SHARED}")
-    server = kube_apiserver_version(args.assets)
-    versions = (f"{server}, etcd quota {ETCD_QUOTA // 1024**3} GiB; reconcilekit "
-                f"{metadata.version('reconcilekit')}; client-go {CLIENT_GO}"
-                + (f" built with {go_version}" if go_version else ""))
-    asyncio.run(run(args, go_argv, go_note, versions))
+    asyncio.run(run(args, *go_and_versions(args)))
 
 
 if __name__ == "__main__":
