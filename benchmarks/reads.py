@@ -107,10 +107,10 @@ class Subject:
         try:
             synced = await _line(proc, within=600 + n / 50)
         except BaseException:
-            await subject.close()
+            await subject.close(kill=True)
             raise
         if synced["objects"] != n:
-            await subject.close()
+            await subject.close(kill=True)
             raise RuntimeError(f"{argv[0]} cached {synced['objects']} Pods, not {n}")
         return subject, synced
 
@@ -120,9 +120,12 @@ class Subject:
         await self.proc.stdin.drain()
         return await _line(self.proc, within=1800)
 
-    async def close(self) -> None:
+    async def close(self, *, kill: bool = False) -> None:
+        """End of input ends the subject (killed after a minute, or at once with ``kill``)."""
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.close()
+        if kill and self.proc.returncode is None:
+            self.proc.kill()
         if self.proc.returncode is None:
             try:
                 await asyncio.wait_for(self.proc.wait(), 60)
