@@ -10,8 +10,9 @@ Options: ``--only NAME`` (repeatable) runs a subset; ``--quick`` passes
 ``--quick`` to benchmarks that support it (smaller sizes, for a smoke run).
 ``install`` (packages downloaded into fresh venvs, a few minutes), ``scale``
 (100,000 Pods written to kube-apiserver, then informers of two libraries, the
-better part of an hour) and ``failover`` (30,000 Pods, then leaders killed,
-some minutes) run only when named with ``--only``.
+better part of an hour), ``failover`` (30,000 Pods, then leaders killed,
+some minutes) and ``reads`` (30,000 Pods, then two libraries' cached reads, some
+minutes) run only when named with ``--only``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "performance.md"
 BENCHMARKS = ("apiserver", "cluster_in_a_box", "control_plane", "workqueue", "store", "informer",
               "kinds", "startup", "e2e")
-QUICK_CAPABLE = {"e2e", "failover", "scale"}
-ON_REQUEST = ("install", "failover", "scale")  # only with --only: each takes minutes or more
+QUICK_CAPABLE = {"e2e", "failover", "reads", "scale"}
+# Only with --only: each takes minutes or more.
+ON_REQUEST = ("install", "failover", "scale", "reads")
 
 
 def _available() -> list[str]:

@@ -69,7 +69,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,9 @@ MODES = ("full", "metadata")
 
 def _progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
+
+
+PodFactory = Callable[[int], tuple[dict[str, Any], dict[str, Any]]]
 
 
 def _pod(i: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -130,8 +133,10 @@ async def _each(n: Iterable[int], in_flight: int, work: Any) -> None:
             tg.start_soon(one, i)
 
 
-async def populate(kubeconfig: Path, have: int, n: int, in_flight: int) -> None:
-    """Create Pods ``have`` to ``n - 1``, each then given its status."""
+async def populate(kubeconfig: Path, have: int, n: int, in_flight: int,
+                   pod_of: PodFactory = _pod) -> None:
+    """Create Pods ``have`` to ``n - 1``, each then given its status: ``pod_of(i)`` is Pod
+    ``i`` and its status (by default a realistic Pod, as :func:`_pod` makes it)."""
     async with await _writer(kubeconfig, in_flight) as client:
         for k in range(NAMESPACES_USED):
             with contextlib.suppress(AlreadyExists):
@@ -140,7 +145,7 @@ async def populate(kubeconfig: Path, have: int, n: int, in_flight: int) -> None:
 
         async def create(i: int) -> None:
             nonlocal done
-            pod, status = _pod(i)
+            pod, status = pod_of(i)
             ns = pod["metadata"]["namespace"]
             await client.create(PODS, pod, ns)
             await client.patch_status(PODS, pod["metadata"]["name"], {"status": status}, ns)
@@ -261,12 +266,29 @@ def table_rows(n: int, burst: int, results: dict[tuple[str, str], dict[str, Any]
     return out
 
 
+def control_plane(assets: str) -> ControlPlane:
+    """etcd (its backend quota raised to ``ETCD_QUOTA``) and kube-apiserver from ``assets``."""
+    return ControlPlane(assets, controller_manager=False,
+                        etcd_flags=(f"--quota-backend-bytes={ETCD_QUOTA}",))
+
+
+def go_and_versions(args: argparse.Namespace) -> tuple[list[str] | None, str | None, str]:
+    """From ``--go``, ``--go-binary`` and ``--assets``: the client-go program's argv (or
+    None, and the note saying why) and the line of versions under the table."""
+    go_argv, go_note, go_version = go_subject(args.go, args.go_binary)
+    if go_note:
+        _progress(f"client-go: {go_note}")
+    server = kube_apiserver_version(args.assets)
+    versions = (f"{server}, etcd quota {ETCD_QUOTA // 1024**3} GiB; reconcilekit "
+                f"{metadata.version('reconcilekit')}; client-go {CLIENT_GO}"
+                + (f" built with {go_version}" if go_version else ""))
+    return go_argv, go_note, versions
+
+
 async def run(args: argparse.Namespace, go_argv: list[str] | None, go_note: str | None,
               versions: str) -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    plane = ControlPlane(args.assets, controller_manager=False,
-                         etcd_flags=(f"--quota-backend-bytes={ETCD_QUOTA}",))
-    async with plane:
+    async with control_plane(args.assets) as plane:
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = plane.write_kubeconfig(Path(tmp) / "kubeconfig")
             baseline = {"reconcilekit": await run_subject(
@@ -337,14 +359,7 @@ def main(argv: list[str] | None = None) -> None:
         print("| caches at scale | not run: no assets (--assets or RECONCILEKIT_TEST_ASSETS) |")
         print("|---|---|")
         return
-    go_argv, go_note, go_version = go_subject(args.go, args.go_binary)
-    if go_note:
-        _progress(f"client-go: {go_note}")
-    server = kube_apiserver_version(args.assets)
-    versions = (f"{server}, etcd quota {ETCD_QUOTA // 1024**3} GiB; reconcilekit "
-                f"{metadata.version('reconcilekit')}; client-go {CLIENT_GO}"
-                + (f" built with {go_version}" if go_version else ""))
-    asyncio.run(run(args, go_argv, go_note, versions))
+    asyncio.run(run(args, *go_and_versions(args)))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
-// Command scale is the client-go side of benchmarks/scale.py: one informer of Pods, as a
-// Go operator gets it, measured the way the Python side measures reconcilekit's cache.
+// Command scale is the client-go side of benchmarks/scale.py and benchmarks/reads.py: one
+// informer of Pods, as a Go operator gets it, measured the way the Python side measures
+// reconcilekit's cache.
 //
-// Usage: scale -kubeconfig PATH -mode full|metadata|baseline
+// Usage: scale -kubeconfig PATH -mode full|metadata|baseline [-label-index LABEL]
 //
 //   - full: a SharedInformerFactory's Pod informer with a spec.nodeName indexer (the
 //     factory adds the namespace one), managedFields dropped by a transform (as
-//     reconcilekit's cache does by default);
+//     reconcilekit's cache does by default); with -label-index LABEL the indexer is
+//     named LABEL and indexes the Pods by that label's value instead;
 //   - metadata: the metadata informer (k8s.io/client-go/metadata/metadatainformer) of
 //     Pods, managedFields dropped likewise;
 //   - baseline: the same client and one request, no informer (the RSS the informers'
@@ -17,6 +19,22 @@
 // from stdin: "burst VALUE COUNT" answers {"event":"armed"}, waits until the informer has
 // delivered COUNT Pods updated with the label scale-burst=VALUE to its update handler and
 // prints {"event":"burst","done_at":UNIX_SECONDS,...}; end of input ends the program.
+//
+// In full mode, three more commands read the cache (benchmarks/reads.py):
+//
+//   - "read SCENARIO MODE VALUE REPS": REPS timed reads, each one's objects all touched
+//     (a field read) and then dropped; MODE is "lister" (the shared pointers the indexer
+//     holds) or "deepcopy" (each object DeepCopy'd after the read, as controller-runtime's
+//     cache reader does by default). SCENARIO "field": indexer.ByIndex(LABEL, VALUE);
+//     "label": the lister's List of the selector VALUE (it walks every object);
+//     "namespace": lister.Pods(ns).List(labels.Everything()) for each ns of the
+//     comma-separated VALUE; "get": lister.Pods(ns).Get(name) of each key that
+//     ByIndex(LABEL, VALUE) holds. Answers {"event":"read","objects":N,"seconds":[...],
+//     "cpu_seconds":[...],"touched":T}: per repetition, the time it took and the
+//     process's CPU time in it.
+//   - "hold VALUE": the field read of VALUE in deepcopy mode, kept while VmRSS is read
+//     (no collection first): {"event":"hold","objects","rss"}.
+//   - "settle": {"event":"settled","rss","gc_rss"}, as after the sync.
 package main
 
 import (
@@ -32,13 +50,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -106,6 +127,179 @@ func nodeName(obj interface{}) ([]string, error) {
 	return []string{pod.Spec.NodeName}, nil
 }
 
+func labelIndex(label string) cache.IndexFunc {
+	return func(obj interface{}) ([]string, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, nil
+		}
+		if value, found := pod.Labels[label]; found {
+			return []string{value}, nil
+		}
+		return nil, nil
+	}
+}
+
+// reader answers the read commands from the informer's indexer and a lister on it.
+type reader struct {
+	indexer cache.Indexer
+	lister  corelisters.PodLister
+	index   string
+	touched int64 // what every read touched, printed, so that no read can be optimised away
+}
+
+// pods is one read of a scenario: the objects it returned, deep-copied when deep is set.
+func (r *reader) pods(scenario, value string, deep bool) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	switch scenario {
+	case "field":
+		objs, err := r.indexer.ByIndex(r.index, value)
+		if err != nil {
+			return nil, err
+		}
+		out = make([]*corev1.Pod, 0, len(objs))
+		for _, obj := range objs {
+			out = append(out, obj.(*corev1.Pod))
+		}
+	case "label":
+		selector, err := labels.Parse(value)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = r.lister.List(selector); err != nil {
+			return nil, err
+		}
+	case "namespace":
+		for _, ns := range strings.Split(value, ",") {
+			pods, err := r.lister.Pods(ns).List(labels.Everything())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pods...)
+		}
+	default:
+		return nil, fmt.Errorf("unknown scenario %q", scenario)
+	}
+	if deep {
+		for i, pod := range out {
+			out[i] = pod.DeepCopy()
+		}
+	}
+	return out, nil
+}
+
+func (r *reader) touch(pod *corev1.Pod) {
+	r.touched += int64(len(pod.Name))
+	if pod.Status.Phase == corev1.PodRunning {
+		r.touched++
+	}
+}
+
+// gets reads each key with the lister's Get, deep-copied when deep is set, and touches it.
+func (r *reader) gets(keys []string, deep bool) error {
+	for _, key := range keys {
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return err
+		}
+		pod, err := r.lister.Pods(ns).Get(name)
+		if err != nil {
+			return err
+		}
+		if deep {
+			pod = pod.DeepCopy()
+		}
+		r.touch(pod)
+	}
+	return nil
+}
+
+// read runs reps timed reads; each one's objects are touched, then dropped.
+func (r *reader) read(scenario, mode, value string, reps int) (map[string]interface{}, error) {
+	if mode != "lister" && mode != "deepcopy" {
+		return nil, fmt.Errorf("mode %q: expected lister or deepcopy", mode)
+	}
+	deep := mode == "deepcopy"
+	var keys []string
+	if scenario == "get" {
+		var err error
+		if keys, err = r.indexer.IndexKeys(r.index, value); err != nil {
+			return nil, err
+		}
+	}
+	seconds, cpu := make([]float64, 0, reps), make([]float64, 0, reps)
+	objects := 0
+	for i := 0; i < reps; i++ {
+		began, beganCPU := time.Now(), cpuSeconds()
+		if scenario == "get" {
+			if err := r.gets(keys, deep); err != nil {
+				return nil, err
+			}
+			objects = len(keys)
+		} else {
+			pods, err := r.pods(scenario, value, deep)
+			if err != nil {
+				return nil, err
+			}
+			for _, pod := range pods {
+				r.touch(pod)
+			}
+			objects = len(pods)
+		}
+		seconds = append(seconds, time.Since(began).Seconds())
+		cpu = append(cpu, cpuSeconds()-beganCPU)
+	}
+	return map[string]interface{}{"event": "read", "scenario": scenario, "mode": mode,
+		"objects": objects, "seconds": seconds, "cpu_seconds": cpu, "touched": r.touched}, nil
+}
+
+// hold reads the objects of value by the field index, deep-copied, and measures VmRSS
+// while they are held (no collection first).
+func (r *reader) hold(value string) (map[string]interface{}, error) {
+	pods, err := r.pods("field", value, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, pod := range pods {
+		r.touch(pod)
+	}
+	_, rss := memory()
+	runtime.KeepAlive(pods)
+	return map[string]interface{}{"event": "hold", "objects": len(pods), "rss": rss,
+		"touched": r.touched}, nil
+}
+
+// command runs one read, hold or settle command line.
+func (r *reader) command(fields []string) (map[string]interface{}, error) {
+	switch {
+	case r == nil:
+		return nil, fmt.Errorf("%q needs -mode full", fields[0])
+	case fields[0] == "read" && len(fields) == 5:
+		reps, err := strconv.Atoi(fields[4])
+		if err != nil || reps < 1 {
+			return nil, fmt.Errorf("read: repetitions %q: expected a positive integer", fields[4])
+		}
+		return r.read(fields[1], fields[2], fields[3], reps)
+	case fields[0] == "hold" && len(fields) == 2:
+		return r.hold(fields[1])
+	case fields[0] == "settle" && len(fields) == 1:
+		afterGC := settle()
+		_, rss := memory()
+		return map[string]interface{}{"event": "settled", "rss": rss, "gc_rss": afterGC}, nil
+	}
+	return nil, fmt.Errorf("unexpected command %q", strings.Join(fields, " "))
+}
+
+// cpuSeconds is the CPU time (user and system) of the whole process so far: the garbage
+// collector's workers on other threads included.
+func cpuSeconds() float64 {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		fail(err)
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
+}
+
 // memory returns VmHWM and VmRSS of this process, in bytes.
 func memory() (peak, rss int64) {
 	data, err := os.ReadFile("/proc/self/status")
@@ -153,6 +347,8 @@ func fail(err error) {
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
 	mode := flag.String("mode", "full", "full, metadata or baseline")
+	labelIndexed := flag.String("label-index", "",
+		"full mode: index Pods by this label (an indexer of that name) instead of spec.nodeName")
 	flag.Parse()
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -166,6 +362,7 @@ func main() {
 	}
 	var informer cache.SharedIndexInformer
 	var start func()
+	var reads *reader
 	switch *mode {
 	case "baseline":
 		clientset, err := kubernetes.NewForConfig(config)
@@ -188,9 +385,15 @@ func main() {
 		}
 		factory := informers.NewSharedInformerFactory(clientset, 0)
 		informer = factory.Core().V1().Pods().Informer()
-		if err := informer.AddIndexers(cache.Indexers{"spec.nodeName": nodeName}); err != nil {
+		indexers := cache.Indexers{"spec.nodeName": nodeName}
+		if *labelIndexed != "" {
+			indexers = cache.Indexers{*labelIndexed: labelIndex(*labelIndexed)}
+		}
+		if err := informer.AddIndexers(indexers); err != nil {
 			fail(err)
 		}
+		reads = &reader{indexer: informer.GetIndexer(),
+			lister: factory.Core().V1().Pods().Lister(), index: *labelIndexed}
 		start = func() { factory.Start(ctx.Done()) }
 	case "metadata":
 		client, err := metadata.NewForConfig(config)
@@ -225,7 +428,15 @@ func main() {
 	scanner := bufio.NewScanner(os.Stdin)
 	for scanner.Scan() {
 		fields := strings.Fields(scanner.Text())
-		if len(fields) != 3 || fields[0] != "burst" {
+		if len(fields) > 0 && fields[0] != "burst" {
+			answer, err := reads.command(fields)
+			if err != nil {
+				fail(err)
+			}
+			emit(answer)
+			continue
+		}
+		if len(fields) != 3 {
 			fail(fmt.Errorf("unexpected command %q", scanner.Text()))
 		}
 		need, err := strconv.Atoi(fields[2])
