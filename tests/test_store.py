@@ -183,6 +183,23 @@ def test_a_shared_read_is_the_same_object_until_the_object_changes() -> None:
     store._check_invariants()
 
 
+def test_a_shared_read_of_a_bucket_is_kept_until_one_of_its_objects_changes() -> None:
+    store = Store({"node": _by_node})
+    for name in ("p1", "p2", "p3"):
+        store.put(_pod("a", name, node="n1"))
+    first = store.read(namespace="a", shared=True)
+    again = store.read(namespace="a", shared=True)
+    assert again == first and again is not first
+    assert all(x is y for x, y in zip(first, again, strict=True))
+    store.put(_pod("a", "p2", node="n2"))  # changes, and leaves the node's bucket
+    after = store.read(namespace="a", shared=True)
+    assert after[0] is first[0] and after[2] is first[2]
+    assert after[1] is not first[1] and after[1]["spec"]["nodeName"] == "n2"
+    assert [o["metadata"]["name"] for o in store.read(index=("node", "n1"), shared=True)] == [
+        "p1", "p3"]
+    store._check_invariants()
+
+
 def test_shared_objects_stay_within_their_memory_budget() -> None:
     sizes = []
     for name in ("p0", "p1", "p2", "p3", "p4", "p5"):
@@ -284,6 +301,12 @@ class LabelledStoreMachine(RuleBasedStateMachine):
             and selector.matches(o["metadata"]["labels"]))
         assert list(keys) == expected
         assert self.store.objects(keys, shared=shared) == [self.model[k] for k in expected]
+        index = None if node is None else ("node", node)
+        for _ in range(2):  # the second shared read of a whole bucket is its kept list
+            got = self.store.read(namespace=namespace, index=index, labels=selector,
+                                  shared=shared)
+            assert got == [self.model[k] for k in expected]
+            got.clear()  # the caller's list: the store's stays whole
 
     @invariant()
     def consistent(self) -> None:

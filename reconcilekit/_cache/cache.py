@@ -117,7 +117,8 @@ class Cache:
     informers (full and metadata-only) list and watch exactly that scope;
     a scope in ``_scopes`` is resolved (its ``namespaces`` is never None)
     and never changes. Every informer is made with the cache's ``admit`` and
-    ``shard_selector``.
+    ``shard_selector``. ``_readable`` holds only full informers that have
+    synced, each with whether its scope is every namespace.
     """
 
     def __init__(self, client: Client, *, namespace: str | None = None,
@@ -181,6 +182,8 @@ class Cache:
         self.relist_period = relist_period
         self.liveness_timeout = liveness_timeout
         self._informers: dict[_InformerKey, Informer] = {}
+        # Full informers that have synced, and whether their scope is every namespace.
+        self._readable: dict[Resource, tuple[Informer, bool]] = {}
         self.admit = admit
         self.shard_selector = shard_selector
         if shared_read_memory < 0:
@@ -366,6 +369,20 @@ class Cache:
         self._check_namespace(resource, namespace)
         if not informer.has_synced:
             await informer.synced.wait()
+        if not metadata and self._tg is not None:
+            self._readable[resource] = (informer, self._scopes[resource].scope.all_namespaces)
+        return informer
+
+    def _ready(self, resource: Resource, metadata: bool,
+               namespace: str | None) -> Informer | None:
+        """What :meth:`_synced` answers, found by one lookup in the common case (a running
+        cache's synced full informer; its scope checked); None: ask it."""
+        ready = self._readable.get(resource) if not metadata and self._tg is not None else None
+        if ready is None:
+            return None
+        informer, everywhere = ready
+        if not everywhere:
+            self._check_namespace(resource, namespace)
         return informer
 
     def _registered(self, resource: Resource, metadata: bool,
@@ -398,11 +415,9 @@ class Cache:
         :class:`CacheScopeError` (as do :meth:`list`, :meth:`lookup` and
         :meth:`lookup_keys`).
         """
-        informer = self._informers.get(_InformerKey(resource, metadata))
-        if informer is None or not informer.has_synced or self._tg is None:
+        informer = self._ready(resource, metadata, namespace)
+        if informer is None:
             informer = await self._synced(resource, metadata, namespace)
-        else:
-            self._check_namespace(resource, namespace)
         key = ObjectKey(namespace or "" if resource.namespaced else "", name)
         obj = informer.store.get(key, shared=shared)
         if obj is None:
@@ -436,7 +451,9 @@ class Cache:
         candidate, when there are fewer), and only selected objects are
         decoded. ``shared``: as for :meth:`get`, the cache's own objects.
         """
-        informer = await self._synced(resource, metadata, namespace)
+        informer = self._ready(resource, metadata, namespace)
+        if informer is None:
+            informer = await self._synced(resource, metadata, namespace)
         return self._read(informer, namespace, label_selector, field, shared)
 
     @overload
@@ -487,12 +504,11 @@ class Cache:
     def _read(informer: Informer, namespace: str | None,
               label_selector: str | Mapping[str, Any] | LabelSelector | None,
               field: tuple[str, str] | None, shared: bool) -> Objs:
-        store = informer.store
-        keys = store.select(
+        return informer.store.read(
             namespace=namespace,
             index=None if field is None else (_FIELD_PREFIX + field[0], field[1]),
-            labels=None if label_selector is None else LabelSelector.of(label_selector))
-        return store.objects(keys, shared=shared)
+            labels=None if label_selector is None else LabelSelector.of(label_selector),
+            shared=shared)
 
     def caches(self, resource: Resource, namespace: str | None = None) -> bool:
         """Whether :meth:`get` of ``resource`` in ``namespace`` answers from this cache now.

@@ -176,8 +176,8 @@ class Store:
     """
 
     __slots__ = ("_detector", "_funcs", "_generation", "_hot", "_hot_bytes", "_hot_limit",
-                 "_indexes", "_label_of", "_label_sets", "_name", "_nbytes", "_objects",
-                 "_old", "_old_bytes", "_sorted", "_values")
+                 "_indexes", "_label_of", "_label_sets", "_lists", "_name", "_nbytes",
+                 "_objects", "_old", "_old_bytes", "_rotations", "_sorted", "_values")
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None, *,
                  shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
@@ -197,12 +197,15 @@ class Store:
         self._label_of: dict[ObjectKey, _LabelSet] = {}
         # (index, value) -> its keys sorted; None -> every key sorted
         self._sorted: dict[tuple[str, str] | None, tuple[ObjectKey, ...]] = {}
+        # The same buckets' shared objects, in that order, while each is unchanged and kept.
+        self._lists: dict[tuple[str, str] | None, Objs] = {}
         # Shared objects, in two generations: a hit in the old one moves to the new one;
         # when the new one is full it becomes the old one, and the old one is dropped.
         self._hot: dict[ObjectKey, Obj] = {}
         self._old: dict[ObjectKey, Obj] = {}
         self._hot_bytes = self._old_bytes = 0
         self._hot_limit = shared_read_memory // 2
+        self._rotations = 0
         self._detector = detector
         self._name = name
         for index_name, fn in (indexers or {}).items():
@@ -236,7 +239,7 @@ class Store:
         if not values:
             return
         self._values[name][key] = values
-        index, stale = self._indexes[name], self._sorted
+        index, stale, lists = self._indexes[name], self._sorted, self._lists
         for value in values:
             bucket = index.get(value)
             if bucket is None:
@@ -245,12 +248,14 @@ class Store:
                 bucket.add(key)
             if stale:
                 stale.pop((name, value), None)
+            if lists:
+                lists.pop((name, value), None)
 
     def _unindex_one(self, name: str, key: ObjectKey) -> None:
         values = self._values[name].pop(key, None)
         if not values:
             return
-        index, stale = self._indexes[name], self._sorted
+        index, stale, lists = self._indexes[name], self._sorted, self._lists
         for value in values:
             bucket = index[value]
             bucket.discard(key)
@@ -258,6 +263,8 @@ class Store:
                 del index[value]
             if stale:
                 stale.pop((name, value), None)
+            if lists:
+                lists.pop((name, value), None)
 
     def _label(self, key: ObjectKey, items: LabelItems) -> None:
         """File ``key`` under the label set ``items`` (leaving the one it was in)."""
@@ -310,6 +317,7 @@ class Store:
             self._drop_shared(key, previous)
         else:
             self._sorted.pop(None, None)
+            self._lists.pop(None, None)
         self._objects[key] = encoded
         self._nbytes += len(encoded)
         held = self._values
@@ -332,6 +340,7 @@ class Store:
             self._nbytes -= len(previous)
             self._drop_shared(key, previous)
             self._sorted.pop(None, None)
+            self._lists.pop(None, None)
         return previous
 
     def clear(self) -> None:
@@ -343,6 +352,7 @@ class Store:
         self._label_sets.clear()
         self._label_of.clear()
         self._sorted.clear()
+        self._lists.clear()
         self._hot, self._old = {}, {}
         self._hot_bytes = self._old_bytes = 0
 
@@ -394,6 +404,37 @@ class Store:
     def by_index(self, name: str, value: str, *, shared: bool = False) -> Objs:
         """The objects whose index ``name`` includes ``value``, by key (copies, or shared)."""
         return self.objects(self.select(index=(name, value)), shared=shared)
+
+    def read(self, *, namespace: str | None = None, index: tuple[str, str] | None = None,
+             labels: LabelSelector | None = None, shared: bool = False) -> Objs:
+        """The objects :meth:`select` selects, in its order: copies, or the store's own.
+
+        A shared read of one whole bucket (an index value, a namespace, or
+        everything) keeps its list of objects until one of them changes,
+        leaves or is dropped from the kept objects: read again, it is a copy
+        of that list, with no lookup per object.
+        """
+        if not shared:
+            return self.objects(self.select(namespace=namespace, index=index, labels=labels))
+        whole = labels is None or labels.is_empty
+        if whole and index is not None and namespace is None:
+            bucket: tuple[str, str] | None = index
+        elif whole and index is None and namespace is not None:
+            bucket = (NAMESPACE_INDEX, namespace)
+        elif whole and index is None:
+            bucket = None
+        else:
+            return self.objects(self.select(namespace=namespace, index=index, labels=labels),
+                                shared=True)
+        kept = self._lists.get(bucket)
+        if kept is not None:
+            return list(kept)
+        rotations = self._rotations
+        found = self.objects(self.select(namespace=namespace, index=index), shared=True)
+        if found and rotations == self._rotations and self._hot_limit:  # each one is kept
+            self._lists[bucket] = found
+            return list(found)
+        return found
 
     def select(self, *, namespace: str | None = None, index: tuple[str, str] | None = None,
                labels: LabelSelector | None = None) -> Sequence[ObjectKey]:
@@ -476,6 +517,8 @@ class Store:
         if self._hot_bytes + size > self._hot_limit and self._hot:
             self._old, self._old_bytes = self._hot, self._hot_bytes
             self._hot, self._hot_bytes = {}, 0
+            self._rotations += 1
+            self._lists.clear()  # they may hold what the old generation drops
         self._hot[key] = obj
         self._hot_bytes += size
         return obj
@@ -488,6 +531,13 @@ class Store:
             self._hot_bytes -= size
         elif self._old.pop(key, None) is not None:
             self._old_bytes -= size
+        else:
+            return  # no shared object: no list holds it
+        if self._lists:  # the lists of the buckets holding it
+            self._lists.pop(None, None)
+            for name, values_by_key in self._values.items():
+                for value in values_by_key.get(key, ()):
+                    self._lists.pop((name, value), None)
 
     def index_keys(self, name: str, value: str) -> set[ObjectKey]:
         """The keys whose object produced ``value`` for index ``name`` (a copy)."""
@@ -545,6 +595,11 @@ class Store:
             bucket = self._objects.keys() if which is None else self._indexes[which[0]].get(
                 which[1], set())
             assert list(held) == sorted(bucket), f"sorted keys of {which} are stale"
+        for which, objs in self._lists.items():
+            in_order = self._sorted.get(which)
+            assert in_order is not None and len(in_order) == len(objs), f"kept list of {which}"
+            for key, obj in zip(in_order, objs, strict=True):
+                assert obj is self._hot.get(key, self._old.get(key)), f"{which}: {key} stale"
         for generation in (self._hot, self._old):
             for key, obj in generation.items():
                 assert key in self._objects and obj == orjson.loads(self._objects[key])
