@@ -195,26 +195,30 @@ func (r *reader) touch(pod *corev1.Pod) {
 	}
 }
 
-// gets reads each key with the lister's Get, deep-copied when deep is set, and touches it.
-func (r *reader) gets(keys []string, deep bool) error {
+// gets reads each key with the lister's Get, deep-copied when deep is set, one at a time,
+// each touched before the next is read; it returns the time spent touching.
+func (r *reader) gets(keys []string, deep bool) (time.Duration, error) {
+	var touching time.Duration
 	for _, key := range keys {
 		ns, name, err := cache.SplitMetaNamespaceKey(key)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		pod, err := r.lister.Pods(ns).Get(name)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if deep {
 			pod = pod.DeepCopy()
 		}
+		began := time.Now()
 		r.touch(pod)
+		touching += time.Since(began)
 	}
-	return nil
+	return touching, nil
 }
 
-// read runs reps timed reads; each one's objects are touched, then dropped.
+// read runs reps timed reads; each one's objects are touched (timed apart too), then dropped.
 func (r *reader) read(scenario, mode, value string, reps int) (map[string]interface{}, error) {
 	if mode != "lister" && mode != "deepcopy" {
 		return nil, fmt.Errorf("mode %q: expected lister or deepcopy", mode)
@@ -228,29 +232,35 @@ func (r *reader) read(scenario, mode, value string, reps int) (map[string]interf
 		}
 	}
 	seconds, cpu := make([]float64, 0, reps), make([]float64, 0, reps)
+	touching := make([]float64, 0, reps)
 	objects := 0
 	for i := 0; i < reps; i++ {
 		began, beganCPU := time.Now(), cpuSeconds()
 		if scenario == "get" {
-			if err := r.gets(keys, deep); err != nil {
+			touched, err := r.gets(keys, deep)
+			if err != nil {
 				return nil, err
 			}
+			touching = append(touching, touched.Seconds())
 			objects = len(keys)
 		} else {
 			pods, err := r.pods(scenario, value, deep)
 			if err != nil {
 				return nil, err
 			}
+			read := time.Now()
 			for _, pod := range pods {
 				r.touch(pod)
 			}
+			touching = append(touching, time.Since(read).Seconds())
 			objects = len(pods)
 		}
 		seconds = append(seconds, time.Since(began).Seconds())
 		cpu = append(cpu, cpuSeconds()-beganCPU)
 	}
 	return map[string]interface{}{"event": "read", "scenario": scenario, "mode": mode,
-		"objects": objects, "seconds": seconds, "cpu_seconds": cpu, "touched": r.touched}, nil
+		"objects": objects, "seconds": seconds, "touch_seconds": touching, "cpu_seconds": cpu,
+		"touched": r.touched}, nil
 }
 
 // hold reads the objects of value by the field index, deep-copied, and measures VmRSS

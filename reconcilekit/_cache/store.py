@@ -44,7 +44,7 @@ import heapq
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -162,7 +162,8 @@ class Store:
       * for every index ``name`` and every stored key ``k``,
         ``k in self._indexes[name][v]`` exactly for the values ``v`` in
         ``self._values[name][k]``, which are what the index function returned
-        for the object stored under ``k``;
+        for the object stored under ``k`` (for the namespace index, not held:
+        ``(k.namespace,)``, one dict entry less per object);
       * no index holds an empty set or a key that is not stored;
       * every stored key is in exactly one label set, the one of its object's
         labels, and no label set is empty;
@@ -238,7 +239,8 @@ class Store:
     def _index_one(self, name: str, key: ObjectKey, values: tuple[str, ...]) -> None:
         if not values:
             return
-        self._values[name][key] = values
+        if name != NAMESPACE_INDEX:
+            self._values[name][key] = values
         index, stale, lists = self._indexes[name], self._sorted, self._lists
         for value in values:
             bucket = index.get(value)
@@ -252,7 +254,9 @@ class Store:
                 lists.pop((name, value), None)
 
     def _unindex_one(self, name: str, key: ObjectKey) -> None:
-        values = self._values[name].pop(key, None)
+        """(Only for a stored key.)"""
+        values = ((key.namespace,) if name == NAMESPACE_INDEX
+                  else self._values[name].pop(key, None))
         if not values:
             return
         index, stale, lists = self._indexes[name], self._sorted, self._lists
@@ -323,7 +327,7 @@ class Store:
         held = self._values
         for name, name_values in zip(self._funcs, values, strict=True):
             if previous is not None:
-                if held[name].get(key, ()) == name_values:
+                if name == NAMESPACE_INDEX or held[name].get(key, ()) == name_values:
                     continue  # most updates change no index value: the sorted lists stay
                 self._unindex_one(name, key)
             self._index_one(name, key, name_values)
@@ -358,9 +362,11 @@ class Store:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def get(self, key: ObjectKey, *, shared: bool = False) -> Obj | None:
+    def get(self, key: ObjectKey | tuple[str, str], *, shared: bool = False) -> Obj | None:
         """The object, or None: a fresh decoded copy, or with ``shared`` the store's own
-        (which the caller must not change)."""
+        (which the caller must not change). ``key`` may be a plain ``(namespace, name)``
+        tuple: an :class:`ObjectKey` is one, equal and hashed alike."""
+        key = cast(ObjectKey, key)  # found as one; stored as one by _miss
         raw = self._objects.get(key)
         if raw is None:
             return None
@@ -504,6 +510,8 @@ class Store:
 
     def _miss(self, key: ObjectKey, raw: bytes) -> Obj:
         """The shared object of ``key`` (stored as ``raw``), not in the newer generation."""
+        if type(key) is tuple:  # a plain tuple looked up by get: keys held are ObjectKeys
+            key = ObjectKey(*key)
         obj = self._old.pop(key, None)
         size = len(raw) * DECODED_BYTES_PER_JSON_BYTE
         if obj is not None:
@@ -535,6 +543,7 @@ class Store:
             return  # no shared object: no list holds it
         if self._lists:  # the lists of the buckets holding it
             self._lists.pop(None, None)
+            self._lists.pop((NAMESPACE_INDEX, key.namespace), None)
             for name, values_by_key in self._values.items():
                 for value in values_by_key.get(key, ()):
                     self._lists.pop((name, value), None)
@@ -571,6 +580,9 @@ class Store:
         assert self._nbytes == sum(map(len, self._objects.values())), "nbytes drifted"
         for name, index in self._indexes.items():
             values_by_key = self._values[name]
+            if name == NAMESPACE_INDEX:
+                assert not values_by_key, "namespace index values are not held"
+                values_by_key = {k: (k.namespace,) for k in self._objects}
             for value, keys in index.items():
                 assert keys, f"index {name}: empty bucket for {value!r}"
                 for key in keys:
