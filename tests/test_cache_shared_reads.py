@@ -18,7 +18,7 @@ from reconcilekit._cache.mutation_detector import (
     detection_default,
     first_difference,
 )
-from reconcilekit.kinds import PODS
+from reconcilekit.kinds import CONFIG_MAPS, PODS
 from reconcilekit.testing import Cluster, eventually
 
 pytest_plugins = ["pytester"]
@@ -152,3 +152,21 @@ def test_the_pytest_plugin_fails_the_test_that_mutates_a_cached_object(
         r"E +\S*CachedObjectMutated: configmaps/v1 \S+/settings: a shared read was mutated "
         r"by its reader at \.data\.mode "
         r"\(was 'safe', now 'fast'\).*"])
+
+
+async def test_a_cache_can_share_the_reads_of_chosen_kinds_by_default(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(PODS, pod("a"), ns)
+    await client.create(CONFIG_MAPS, {"metadata": {"name": "c"}, "data": {"k": "v"}}, ns)
+    cache = Cache(client, namespace=ns, shared_reads={PODS})
+    cache.informer_for(PODS)
+    cache.informer_for(CONFIG_MAPS)
+    async with running(cache):
+        assert await cache.get(PODS, "a", ns) is await cache.get(PODS, "a", ns)
+        assert (await cache.list(PODS, ns))[0] is await cache.get(PODS, "a", ns)
+        assert await cache.get(PODS, "a", ns, shared=False) is not await cache.get(PODS, "a", ns)
+        assert await cache.get(CONFIG_MAPS, "c", ns) is not await cache.get(CONFIG_MAPS, "c", ns)
+        assert await cache.get(CONFIG_MAPS, "c", ns, shared=True) is await cache.get(
+            CONFIG_MAPS, "c", ns, shared=True)
+    assert DETECTOR.take() == []

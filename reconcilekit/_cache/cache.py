@@ -130,6 +130,7 @@ class Cache:
                  admit: Callable[[Obj], bool] | None = None,
                  shard_selector: Callable[[], str | None] | None = None,
                  shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
+                 shared_reads: bool | Iterable[Resource] = False,
                  detect_mutations: bool | None = None) -> None:
         """Cache what ``client`` reads; its writes are remembered for read-your-own-writes.
 
@@ -152,7 +153,11 @@ class Cache:
         ``shared_read_memory``: per informer, the memory (estimated) the
         decoded objects kept for ``shared=True`` reads may take; beyond it the
         least recently read are dropped (0: keep none, every shared read
-        decodes). ``detect_mutations``: whether shared objects are checked for
+        decodes). ``shared_reads``: which reads that do not say ``shared=``
+        are shared: none (False, the default: copies), all (True), or those of
+        the resources given (controller-runtime's per-kind
+        ``UnsafeDisableDeepCopy``); with it, ``shared=False`` still asks for
+        a copy. ``detect_mutations``: whether shared objects are checked for
         changes by their readers (see :class:`MutationDetector`); None: as
         :func:`detection_default` says (on where tests run, else off).
 
@@ -189,6 +194,8 @@ class Cache:
         if shared_read_memory < 0:
             raise ValueError(f"shared_read_memory must be >= 0 bytes, got {shared_read_memory}")
         self.shared_read_memory = shared_read_memory
+        self._shared_reads: bool | frozenset[Resource] = (
+            shared_reads if isinstance(shared_reads, bool) else frozenset(shared_reads))
         self.mutation_detector: MutationDetector | None = DETECTOR if (
             detection_default() if detect_mutations is None else detect_mutations) else None
         self._tg: anyio.abc.TaskGroup | None = None
@@ -373,6 +380,11 @@ class Cache:
             self._readable[resource] = (informer, self._scopes[resource].scope.all_namespaces)
         return informer
 
+    def _shares(self, resource: Resource) -> bool:
+        """Whether a read of ``resource`` that does not say is shared (``shared_reads``)."""
+        every = self._shared_reads
+        return every if isinstance(every, bool) else resource in every
+
     def _ready(self, resource: Resource, metadata: bool,
                namespace: str | None) -> Informer | None:
         """What :meth:`_synced` answers, found by one lookup in the common case (a running
@@ -397,18 +409,19 @@ class Cache:
     @overload
     async def get(self, resource: TypedResource[_T], name: str,  # type: ignore[overload-overlap]
                   namespace: str | None = None, *, metadata: Literal[False] = False,
-                  shared: bool = False) -> _T: ...
+                  shared: bool | None = None) -> _T: ...
     @overload
     async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
-                  metadata: bool = False, shared: bool = False) -> Obj: ...
+                  metadata: bool = False, shared: bool | None = None) -> Obj: ...
     async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
-                  metadata: bool = False, shared: bool = False) -> Any:
+                  metadata: bool = False, shared: bool | None = None) -> Any:
         """The cached object; raises :class:`NotFound` when the cache has none.
 
         A fresh copy the caller may change; with ``shared=True`` the cache's
         own object, the same for every reader until the object changes, which
-        the caller must not change (no copy is made: about 50 times cheaper
-        for a Pod once it is kept; see docs/concepts/cache.md).
+        the caller must not change (no copy is made; see
+        docs/concepts/cache.md for what each costs). ``shared=None`` (the
+        default): as the cache's ``shared_reads`` says for ``resource``.
 
         An object outside the resource's label or field selector is not in
         the cache: NotFound. A namespace outside its scope raises
@@ -424,7 +437,7 @@ class Cache:
                         else await self._synced(resource, metadata, namespace))
         # A plain tuple finds what an ObjectKey does (it is one), without building one.
         obj = informer.store.get((namespace or "" if resource.namespaced else "", name),
-                                 shared=shared)
+                                 shared=self._shares(resource) if shared is None else shared)
         if obj is None:
             raise NotFound(f'{resource.group_resource} "{name}" not found in the cache',
                            status=404, reason="NotFound",
@@ -436,17 +449,17 @@ class Cache:
                    namespace: str | None = None, *,
                    label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
                    field: tuple[str, str] | None = None,
-                   metadata: Literal[False] = False, shared: bool = False
+                   metadata: Literal[False] = False, shared: bool | None = None
                    ) -> builtins.list[_T]: ...
     @overload
     async def list(self, resource: Resource, namespace: str | None = None, *,
                    label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
                    field: tuple[str, str] | None = None, metadata: bool = False,
-                   shared: bool = False) -> Objs: ...
+                   shared: bool | None = None) -> Objs: ...
     async def list(self, resource: Resource, namespace: str | None = None, *,
                    label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
                    field: tuple[str, str] | None = None, metadata: bool = False,
-                   shared: bool = False) -> Any:
+                   shared: bool | None = None) -> Any:
         """Cached objects, sorted by namespace/name, filtered by namespace, labels and field.
 
         ``label_selector`` is a selector string (``"app=web,tier!=db"``), a
@@ -459,23 +472,25 @@ class Cache:
         informer = self._ready(resource, metadata, namespace)
         if informer is None:
             informer = await self._synced(resource, metadata, namespace)
-        return self._read(informer, namespace, label_selector, field, shared)
+        return self._read(informer, namespace, label_selector, field,
+                          self._shares(resource) if shared is None else shared)
 
     @overload
     def lookup(self, resource: TypedResource[_T],  # type: ignore[overload-overlap]
                namespace: str | None = None, *,
                label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
                field: tuple[str, str] | None = None,
-               metadata: Literal[False] = False, shared: bool = False) -> builtins.list[_T]: ...
+               metadata: Literal[False] = False, shared: bool | None = None
+               ) -> builtins.list[_T]: ...
     @overload
     def lookup(self, resource: Resource, namespace: str | None = None, *,
                label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
                field: tuple[str, str] | None = None, metadata: bool = False,
-               shared: bool = False) -> Objs: ...
+               shared: bool | None = None) -> Objs: ...
     def lookup(self, resource: Resource, namespace: str | None = None, *,
                label_selector: str | Mapping[str, Any] | LabelSelector | None = None,
                field: tuple[str, str] | None = None, metadata: bool = False,
-               shared: bool = False) -> Any:
+               shared: bool | None = None) -> Any:
         """:meth:`list` without waiting, for mappers (which are synchronous).
 
         Answers from what the informer holds now: before it has synced that
@@ -484,7 +499,8 @@ class Cache:
         exists (register it, e.g. with :meth:`index_field` or a watch, first).
         """
         informer = self._registered(resource, metadata, namespace)
-        return self._read(informer, namespace, label_selector, field, shared)
+        return self._read(informer, namespace, label_selector, field,
+                          self._shares(resource) if shared is None else shared)
 
     def lookup_keys(self, resource: Resource, field: tuple[str, str], *,
                     namespace: str | None = None, metadata: bool = False,

@@ -59,13 +59,14 @@ Objs = list[Obj]  # spelled once here: the class below has a method named ``list
 Names = list[str]
 Keys = list[ObjectKey]
 IndexFunc = Callable[[Mapping[str, Any]], Iterable[str]]
-LabelItems = tuple[tuple[str, str], ...]
+LabelItems = tuple[str, ...]  # key, value, key, value, ... sorted by key
 NAMESPACE_INDEX = "namespace"
 # What a decoded object costs in memory for each byte of its JSON (a realistic Pod:
 # 2,698 bytes of JSON, 13,164 bytes of dicts, lists and strings).
 DECODED_BYTES_PER_JSON_BYTE: Final = 5
 DEFAULT_SHARED_READ_MEMORY: Final = 64 * 1024**2
 _PAUSE_GC_FROM: Final = 64  # objects decoded at once
+_CANONICAL_MAX: Final = 4096  # distinct tuples remembered to hold equal ones once
 
 
 def _namespace_index(obj: Mapping[str, Any]) -> Iterable[str]:
@@ -99,8 +100,12 @@ def _label_items(obj: Mapping[str, Any]) -> LabelItems:
     labels = (obj.get("metadata") or {}).get("labels")
     if not labels or not isinstance(labels, Mapping):
         return ()
-    return tuple(sorted((_intern(k), _intern(v)) for k, v in labels.items()
-                        if type(k) is str and type(v) is str))
+    flat: list[str] = []
+    for k in sorted(k for k in labels if type(k) is str):
+        v = labels[k]
+        if type(v) is str:
+            flat += (_intern(k), _intern(v))
+    return tuple(flat)
 
 
 def decode_many(raws: Iterable[bytes], count: int) -> Objs:
@@ -122,7 +127,7 @@ class _LabelSet:
 
     def __init__(self, items: LabelItems) -> None:
         self.items = items
-        self.labels: Mapping[str, str] = dict(items)  # never handed out: read-only
+        self.labels: Mapping[str, str] = dict(zip(items[::2], items[1::2], strict=True))
         self.keys: set[ObjectKey] = set()
         self.sorted_keys: tuple[ObjectKey, ...] | None = None  # None: not sorted since a change
 
@@ -176,9 +181,10 @@ class Store:
     Not thread-safe: one event loop owns a store.
     """
 
-    __slots__ = ("_detector", "_funcs", "_generation", "_hot", "_hot_bytes", "_hot_limit",
-                 "_indexes", "_label_of", "_label_sets", "_lists", "_name", "_nbytes",
-                 "_objects", "_old", "_old_bytes", "_rotations", "_sorted", "_values")
+    __slots__ = ("_canonical", "_detector", "_funcs", "_generation", "_hot", "_hot_bytes",
+                 "_hot_limit", "_indexes", "_label_of", "_label_sets", "_lists", "_name",
+                 "_nbytes", "_objects", "_old", "_old_bytes", "_rotations", "_sorted",
+                 "_values")
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None, *,
                  shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
@@ -196,6 +202,8 @@ class Store:
         self._generation = 0  # counts add_index: a Prepared of an older one is re-indexed
         self._label_sets: dict[LabelItems, _LabelSet] = {}
         self._label_of: dict[ObjectKey, _LabelSet] = {}
+        # Label and index value tuples seen lately, to hold equal ones once (bounded).
+        self._canonical: dict[tuple[str, ...], tuple[str, ...]] = {}
         # (index, value) -> its keys sorted; None -> every key sorted
         self._sorted: dict[tuple[str, str] | None, tuple[ObjectKey, ...]] = {}
         # The same buckets' shared objects, in that order, while each is unchanged and kept.
@@ -302,19 +310,35 @@ class Store:
         # A right-sized copy: orjson's output (and a slice of a read buffer)
         # can hold three times the bytes it shows.
         encoded = bytes(memoryview(raw if raw is not None else encode(obj)))
-        values = tuple(self._values_of(fn, obj) for fn in self._funcs.values())
-        labels = _label_items(obj)
-        known = self._label_sets.get(labels)  # the tuple already held, if any: held once
-        return Prepared(encoded, values, known.items if known is not None else labels,
+        return Prepared(encoded, self._index_values(obj), self._held_once(_label_items(obj)),
                         self._generation)
+
+    def _index_values(self, obj: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+        """``obj``'s values for each index, equal ones held once; none for the namespace
+        index (the key's namespace is its value)."""
+        return tuple(() if name == NAMESPACE_INDEX else self._held_once(self._values_of(fn, obj))
+                     for name, fn in self._funcs.items())
+
+    def _held_once(self, values: tuple[str, ...]) -> tuple[str, ...]:
+        """An equal tuple already held, if one was seen lately, else ``values`` (a relist
+        prepares a whole list before storing any of it: its tuples would be held apart)."""
+        if not values:
+            return ()
+        canonical = self._canonical
+        held = canonical.get(values)
+        if held is not None:
+            return held
+        if len(canonical) >= _CANONICAL_MAX:
+            canonical.clear()
+        canonical[values] = values
+        return values
 
     def put_prepared(self, key: ObjectKey, prepared: Prepared) -> bytes | None:
         """Store what :meth:`prepare` made under ``key``; returns the previous JSON."""
         encoded = prepared.raw
         values = prepared._values
         if prepared._generation != self._generation:  # an index was added since
-            obj = orjson.loads(encoded)
-            values = tuple(self._values_of(fn, obj) for fn in self._funcs.values())
+            values = self._index_values(orjson.loads(encoded))
         previous = self._objects.get(key)
         if previous is not None:
             self._nbytes -= len(previous)
@@ -326,8 +350,12 @@ class Store:
         self._nbytes += len(encoded)
         held = self._values
         for name, name_values in zip(self._funcs, values, strict=True):
+            if name == NAMESPACE_INDEX:
+                if previous is None:
+                    self._index_one(name, key, (key.namespace,))
+                continue
             if previous is not None:
-                if name == NAMESPACE_INDEX or held[name].get(key, ()) == name_values:
+                if held[name].get(key, ()) == name_values:
                     continue  # most updates change no index value: the sorted lists stay
                 self._unindex_one(name, key)
             self._index_one(name, key, name_values)
@@ -355,6 +383,7 @@ class Store:
             self._values[name] = {}
         self._label_sets.clear()
         self._label_of.clear()
+        self._canonical.clear()
         self._sorted.clear()
         self._lists.clear()
         self._hot, self._old = {}, {}

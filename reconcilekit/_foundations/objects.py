@@ -141,9 +141,12 @@ class ObjectKey(NamedTuple):
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
-    """The :class:`ObjectKey` of a raw object."""
+    """The :class:`ObjectKey` of a raw object (its namespace interned: the same few recur
+    in every key a cache or queue holds)."""
     meta = obj.get("metadata") or {}
-    return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
+    namespace = meta.get("namespace") or ""
+    return ObjectKey(sys.intern(namespace) if type(namespace) is str else namespace,
+                     meta.get("name") or "")
 
 
 def resource_version_of(obj: Mapping[str, Any]) -> str:

@@ -98,14 +98,15 @@ class Manager:
                  identity: str | None = None, graceful_shutdown_timeout: float = 30.0,
                  cache_sync_timeout: float = 120.0, relist_period: float | None = None,
                  cache_shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
+                 cache_shared_reads: bool | Iterable[Resource] = False,
                  clock: Clock = _SYSTEM_CLOCK,
                  registry: CollectorRegistry | None = None,
                  webhook_server: WebhookServer | None = None) -> None:
         """``coordination`` says how replicas share the work: one leader at a time
         (:class:`LeaderElection`), each its own shards (:class:`Sharding`), or
         None: every replica reconciles everything (one replica only).
-        ``cache_shared_read_memory`` is the cache's ``shared_read_memory`` (see
-        :class:`Cache`)."""
+        ``cache_shared_read_memory`` and ``cache_shared_reads`` are the cache's
+        ``shared_read_memory`` and ``shared_reads`` (see :class:`Cache`)."""
         if http_addr is not None:
             split_address(http_addr)  # fail now, not once running
         if not isinstance(coordination, LeaderElection | Sharding | None):
@@ -139,7 +140,8 @@ class Manager:
                            scopes=cache_scopes, clock=clock, relist_period=relist_period,
                            admit=held.admits if held is not None else None,
                            shard_selector=held.selector if held is not None else None,
-                           shared_read_memory=cache_shared_read_memory)
+                           shared_read_memory=cache_shared_read_memory,
+                           shared_reads=cache_shared_reads)
         PrometheusCacheMetrics(self.registry, self.cache.statistics)
         client.add_request_observer(
             PrometheusClientMetrics(self.registry, _host_of(client)).observe)
