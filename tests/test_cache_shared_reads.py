@@ -104,7 +104,7 @@ from reconcilekit import Cache
 from reconcilekit.kinds import CONFIG_MAPS
 
 
-async def test_mutates_a_shared_object(apiserver, client):
+async def read_settings(apiserver, client, use):
     ns = apiserver.namespace
     await client.create(CONFIG_MAPS, {"metadata": {"name": "settings"},
                                       "data": {"mode": "safe"}}, ns)
@@ -113,25 +113,24 @@ async def test_mutates_a_shared_object(apiserver, client):
     async with anyio.create_task_group() as tg:
         await tg.start(cache.run)
         await cache.wait_for_sync(30)
-        settings = await cache.get(CONFIG_MAPS, "settings", ns, shared=True)
-        settings["data"]["mode"] = "fast"  # corrupts what every other reader sees
+        await use(cache, ns)
         tg.cancel_scope.cancel()
 
 
+async def test_mutates_a_shared_object(apiserver, client):
+    async def use(cache, ns):
+        settings = await cache.get(CONFIG_MAPS, "settings", ns, shared=True)
+        settings["data"]["mode"] = "fast"  # corrupts what every other reader sees
+    await read_settings(apiserver, client, use)
+
+
 async def test_reads_without_mutating(apiserver, client):
-    ns = apiserver.namespace
-    await client.create(CONFIG_MAPS, {"metadata": {"name": "settings"},
-                                      "data": {"mode": "safe"}}, ns)
-    cache = Cache(client, namespace=ns)
-    cache.informer_for(CONFIG_MAPS)
-    async with anyio.create_task_group() as tg:
-        await tg.start(cache.run)
-        await cache.wait_for_sync(30)
+    async def use(cache, ns):
         settings = await cache.get(CONFIG_MAPS, "settings", ns, shared=True)
         assert settings["data"]["mode"] == "safe"
         copy = await cache.get(CONFIG_MAPS, "settings", ns)
         copy["data"]["mode"] = "fast"  # a copy is the caller's own
-        tg.cancel_scope.cancel()
+    await read_settings(apiserver, client, use)
 '''
 
 
