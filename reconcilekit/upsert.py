@@ -111,7 +111,8 @@ async def _converge(client: Client, resource: Resource, name: str, namespace: st
         cache = client.read_caches.for_object(resource, name, ns) if first and cached else None
         first = False
         if cache is not None:
-            return await cache.get(resource, name, ns)  # a fresh copy: ours to mutate
+            # a fresh copy, ours to mutate, whatever the cache shares by default
+            return await cache.get(resource, name, ns, shared=False)
         return await client.get(resource, name, ns)
 
     async def attempt() -> tuple[Outcome, Obj]:

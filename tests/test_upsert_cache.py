@@ -75,6 +75,24 @@ async def test_a_cached_kind_is_read_from_the_cache_not_with_a_get(
         assert sent == [("get", "configmaps")]
 
 
+async def test_a_cache_sharing_its_reads_still_gives_upsert_a_copy_to_mutate(
+        apiserver: Cluster, client: Client, sent: list[tuple[str, str]]) -> None:
+    """With ``shared_reads`` on, the read-then-write helpers still mutate a copy: the
+    cache's object keeps what the server has (the mutation detector, on under the pytest
+    plugin, would fail this test otherwise)."""
+    ns = apiserver.namespace
+    await client.create(CONFIG_MAPS, {"metadata": {"name": "cfg"}, "data": {"color": "blue"}}, ns)
+    cache = Cache(client, namespace=ns, shared_reads=True)
+    cache.informer_for(CONFIG_MAPS)
+    async with running(cache):
+        shared = await cache.get(CONFIG_MAPS, "cfg", ns)
+        sent.clear()
+        outcome, stored = await create_or_update(client, CONFIG_MAPS, "cfg", ns, color("red"))
+        assert outcome is Outcome.UPDATED and stored["data"] == {"color": "red"}
+        assert sent == [("update", "configmaps")]  # read from the cache
+        assert shared["data"] == {"color": "blue"}
+
+
 async def test_a_kind_the_cache_does_not_hold_is_read_with_a_get(
         apiserver: Cluster, client: Client, sent: list[tuple[str, str]]) -> None:
     ns = apiserver.namespace

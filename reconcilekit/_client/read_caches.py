@@ -32,8 +32,8 @@ class ReadCache(Protocol):
     def has_seen_own_write(self, resource: Resource, name: str,
                            namespace: str | None = None) -> bool: ...
 
-    async def get(self, resource: Resource, name: str,
-                  namespace: str | None = None) -> dict[str, Any]: ...
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  shared: bool | None = None) -> dict[str, Any]: ...
 
 
 class ReadCaches:
