@@ -11,10 +11,12 @@ import pytest
 from cache_helpers import running
 
 from reconcilekit import Cache, Client, ObjectKey
+from reconcilekit._cache import mutation_detector
 from reconcilekit._cache.mutation_detector import (
     DETECTOR,
     ENV,
     CachedObjectMutated,
+    MutationDetector,
     detection_default,
     first_difference,
 )
@@ -169,3 +171,18 @@ async def test_a_cache_can_share_the_reads_of_chosen_kinds_by_default(
         assert await cache.get(CONFIG_MAPS, "c", ns, shared=True) is await cache.get(
             CONFIG_MAPS, "c", ns, shared=True)
     assert DETECTOR.take() == []
+
+
+def test_the_record_is_checked_and_emptied_when_it_reaches_its_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    detector = MutationDetector()
+    monkeypatch.setattr(mutation_detector, "RECORD_LIMIT", 3)
+    changed: dict[str, Any] = {"a": 1}
+    detector.record("pods", ObjectKey("n", "p0"), b'{"a":1}', changed)
+    changed["a"] = 2  # noticed by the check the third record makes
+    detector.record("pods", ObjectKey("n", "p1"), b'{"a":1}', {"a": 1})
+    assert detector._shared and not detector._found
+    detector.record("pods", ObjectKey("n", "p2"), b'{"a":1}', {"a": 1})
+    assert not detector._shared
+    (found,) = detector.take()
+    assert "pods n/p0: a shared read was mutated by its reader at .a (was 1, now 2)" in found

@@ -28,12 +28,13 @@ import orjson
 
 from .._foundations.objects import Obj, ObjectKey
 
-__all__ = ["DETECTOR", "ENV", "CachedObjectMutated", "MutationDetector", "detection_default",
-           "enable_by_default", "first_difference"]
+__all__ = ["DETECTOR", "ENV", "RECORD_LIMIT", "CachedObjectMutated", "MutationDetector",
+           "detection_default", "enable_by_default", "first_difference"]
 
 log = logging.getLogger("reconcilekit.cache")
 
 ENV: Final = "RECONCILEKIT_CACHE_MUTATION_DETECTOR"
+RECORD_LIMIT: Final = 50_000
 _enabled_by_default = False
 
 
@@ -54,8 +55,15 @@ class MutationDetector:
         self._found: list[str] = []
 
     def record(self, resource: str, key: ObjectKey, raw: bytes, obj: Obj) -> None:
-        """``obj``, decoded from ``raw``, is now shared by readers of ``resource``."""
+        """``obj``, decoded from ``raw``, is now shared by readers of ``resource``.
+
+        The record is bounded: at :data:`RECORD_LIMIT` entries they are all
+        checked (and forgotten) at once, so that a long run with the detector
+        on (an operator against the in-process server) does not keep every
+        object it ever shared; a change made to one after that is not seen."""
         self._shared.append((resource, key, raw, obj))
+        if len(self._shared) >= RECORD_LIMIT:
+            self.check()
 
     def check(self) -> list[str]:
         """One message for each recorded object that no longer equals its JSON (each also
