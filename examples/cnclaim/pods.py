@@ -37,12 +37,17 @@ changed meanwhile (a 409). The reconcilers that call them declare it."""
 
 
 def relabelled(pod: Mapping[str, Any], changes: Mapping[str, str | None]) -> Obj:
-    """``pod`` with labels set (or, for None, removed), to write; ``pod`` is left as it was
-    (the copy is of the top level and metadata, what a label or annotation change touches:
-    the rest is shared with ``pod``, read-only)."""
-    copy = {**pod, "metadata": dict(pod.get("metadata") or {})}
+    """``pod`` with labels set (or, for None, removed), to write (a :func:`_writable` copy);
+    ``pod`` is left as it was."""
+    copy = _writable(pod)
     _set_labels(copy, changes)
     return copy
+
+
+def _writable(pod: Mapping[str, Any]) -> Obj:
+    """A copy of ``pod``'s top level and metadata, what a label or annotation change
+    touches; the rest is shared with ``pod``, read-only."""
+    return {**pod, "metadata": dict(pod.get("metadata") or {})}
 
 
 def _set_labels(pod: Obj, changes: Mapping[str, str | None]) -> None:
@@ -76,7 +81,7 @@ async def _rewrite(client: Client, pod: Obj, change: Callable[[Obj], bool]) -> O
     ``change`` returns False when the Pod as read needs nothing. Returns the
     Pod as written (or as read, when nothing was needed), None if it is gone.
     """
-    current: Obj | None = {**pod, "metadata": dict(pod.get("metadata") or {})}  # see relabelled
+    current: Obj | None = _writable(pod)
     for attempt in range(_ATTEMPTS):
         assert current is not None
         if not change(current):

@@ -428,13 +428,9 @@ class Cache:
         :class:`CacheScopeError` (as do :meth:`list`, :meth:`lookup` and
         :meth:`lookup_keys`).
         """
-        ready = self._readable.get(resource) if not metadata and self._tg is not None else None
-        if ready is not None and ready[1]:  # the common case, in one lookup
-            informer = ready[0]
-        else:
-            found = self._ready(resource, metadata, namespace)
-            informer = (found if found is not None
-                        else await self._synced(resource, metadata, namespace))
+        informer = self._ready(resource, metadata, namespace)
+        if informer is None:
+            informer = await self._synced(resource, metadata, namespace)
         # A plain tuple finds what an ObjectKey does (it is one), without building one.
         obj = informer.store.get((namespace or "" if resource.namespaced else "", name),
                                  shared=self._shares(resource) if shared is None else shared)

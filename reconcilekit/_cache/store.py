@@ -109,13 +109,19 @@ def _label_items(obj: Mapping[str, Any]) -> LabelItems:
 
 
 def decode_many(raws: Iterable[bytes], count: int) -> Objs:
-    """``raws`` decoded, with the garbage collector paused when ``count`` is large (see
-    the module docstring): the objects are acyclic, freed by reference counting."""
+    """``raws`` decoded (``count`` of them; see :func:`_gc_paused`)."""
+    return _gc_paused(count, lambda: [orjson.loads(raw) for raw in raws])
+
+
+def _gc_paused(count: int, decode: Callable[[], Objs]) -> Objs:
+    """``decode()``, with the garbage collector paused when it makes ``count`` objects,
+    many (see the module docstring): decoded objects are acyclic, freed by reference
+    counting. A collector paused by someone else stays paused."""
     if count < _PAUSE_GC_FROM or not gc.isenabled():
-        return [orjson.loads(raw) for raw in raws]
+        return decode()
     gc.disable()
     try:
-        return [orjson.loads(raw) for raw in raws]
+        return decode()
     finally:
         gc.enable()
 
@@ -434,11 +440,11 @@ class Store:
     def list(self, namespace: str | None = None, *, shared: bool = False) -> Objs:
         """Every object (of ``namespace``), sorted by key: fresh copies, or with ``shared``
         the store's own."""
-        return self.objects(self.select(namespace=namespace), shared=shared)
+        return self.read(namespace=namespace, shared=shared)
 
     def by_index(self, name: str, value: str, *, shared: bool = False) -> Objs:
         """The objects whose index ``name`` includes ``value``, by key (copies, or shared)."""
-        return self.objects(self.select(index=(name, value)), shared=shared)
+        return self.read(index=(name, value), shared=shared)
 
     def read(self, *, namespace: str | None = None, index: tuple[str, str] | None = None,
              labels: LabelSelector | None = None, shared: bool = False) -> Objs:
@@ -529,13 +535,8 @@ class Store:
         if not shared:
             return decode_many((raws[k] for k in keys), len(keys))
         hot, miss = self._hot, self._miss
-        if len(keys) < _PAUSE_GC_FROM or not gc.isenabled():
-            return [o if (o := hot.get(k)) is not None else miss(k, raws[k]) for k in keys]
-        gc.disable()
-        try:
-            return [o if (o := hot.get(k)) is not None else miss(k, raws[k]) for k in keys]
-        finally:
-            gc.enable()
+        return _gc_paused(len(keys), lambda: [
+            o if (o := hot.get(k)) is not None else miss(k, raws[k]) for k in keys])
 
     def _miss(self, key: ObjectKey, raw: bytes) -> Obj:
         """The shared object of ``key`` (stored as ``raw``), not in the newer generation."""
