@@ -116,7 +116,32 @@ def insecure_kubeconfig(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "clusters": clusters}
 
 
+_LOWEST_PORT = 10000  # above the well-known and most registered services' ports
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 def _free_port() -> int:
+    """A port nothing on 127.0.0.1 listens on now, for a component to listen on.
+
+    Chosen below the kernel's ephemeral range: a port from inside it (what
+    binding port 0 gives) may be handed to any outgoing connection between
+    this check and the component's own bind, and etcd then exits with
+    "address already in use". Below the range only another listener can
+    take it. Falls back to the kernel's choice where the range is unknown
+    or leaves no room below it.
+    """
+    try:
+        lowest_ephemeral = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        lowest_ephemeral = _LOWEST_PORT
+    for _ in range(100 if lowest_ephemeral - _LOWEST_PORT > 1000 else 0):
+        port = _LOWEST_PORT + secrets.randbelow(lowest_ephemeral - _LOWEST_PORT)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # taken: try another
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
