@@ -19,8 +19,10 @@ lives in modules named after their concept:
 * :mod:`reconcilekit.testing`: the in-process API server and the test kit.
 """
 
+from ._cache.budget import CacheMemoryBudgetExceeded as CacheMemoryBudgetExceeded
 from ._cache.cache import Cache as Cache
 from ._cache.cache import CacheSyncTimeout as CacheSyncTimeout
+from ._cache.cache import InformerUse as InformerUse
 from ._cache.informer import EventHandler as EventHandler
 from ._cache.informer import Transform as Transform
 from ._cache.informer import metadata_only as metadata_only
@@ -108,6 +110,7 @@ __all__ = [
     "AlreadyExists",
     "BadRequest",
     "Cache",
+    "CacheMemoryBudgetExceeded",
     "CacheScope",
     "CacheScopeError",
     "CacheSyncTimeout",
@@ -127,6 +130,7 @@ __all__ = [
     "Forbidden",
     "Gone",
     "IndexFunc",
+    "InformerUse",
     "Invalid",
     "LabelSelector",
     "LeaderElection",

@@ -19,8 +19,10 @@ from ._cache.informer import Informer as Informer
 from ._cache.mutation_detector import MutationDetector as MutationDetector
 from ._cache.store import Store as Store
 from ._cache.watch_sink import ListSink as ListSink
+from ._cache.watch_sink import SinkRefused as SinkRefused
 from ._cache.watch_sink import WatchSink as WatchSink
 from ._cache.watcher import DeadWatchError as DeadWatchError
+from ._cache.watcher import NotServed as NotServed
 from ._cache.watcher import Watcher as Watcher
 from ._cache.watcher import WatchOptions as WatchOptions
 from ._client.client import PARTIAL_OBJECT_METADATA as PARTIAL_OBJECT_METADATA
@@ -37,8 +39,10 @@ __all__ = [
     "LeaderElector",
     "ListSink",
     "MutationDetector",
+    "NotServed",
     "PARTIAL_OBJECT_METADATA",
     "PARTIAL_OBJECT_METADATA_LIST",
+    "SinkRefused",
     "Store",
     "WatchOptions",
     "WatchSink",

@@ -106,13 +106,16 @@ async def test_wait_for_sync_names_the_resource_that_did_not_sync(client: Client
     async with anyio.create_task_group() as tg:
         await tg.start(cache.run)
         missing = cache.informer_for(MISSING)
-        await eventually(lambda: missing.statistics().last_error is not None)
+        await eventually(lambda: missing.statistics().waiting_for is not None)
         await eventually(lambda: cache.informer_for(CONFIG_MAPS).has_synced)
         err = await sync_timeout(cache, clock)
         tg.cancel_scope.cancel()
     assert isinstance(err, CacheSyncTimeout)
     assert err.resources == ["things.nothing.example.com/v1"]
-    assert "404" in str(err) and "configmaps" not in str(err)
+    assert ("things.nothing.example.com/v1 (last error: not served by the API server (404); "
+            "waiting for CustomResourceDefinition things.nothing.example.com to be "
+            "established and serve v1)") in str(err)
+    assert "configmaps" not in str(err)
 
 
 async def test_reading_a_cache_that_is_not_running_fails_at_once(client: Client) -> None:

@@ -166,10 +166,11 @@ async def test_sync_timeout_names_the_missing_resource(client: Client) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
         await eventually(lambda: 60.0 in clock.deadlines() and any(
-            s.last_error for s in manager.cache.statistics()))
+            s.waiting_for for s in manager.cache.statistics()))
         clock.advance(60)
     assert len(errors) == 1
-    assert "things.nothing.example.com/v1 (last error: 404 NotFound" in str(errors[0])
+    assert ("things.nothing.example.com/v1 (last error: not served by the API server (404); "
+            "waiting for CustomResourceDefinition things.nothing.example.com") in str(errors[0])
 
 
 class Tracking(Reconciler):

@@ -223,6 +223,8 @@ def test_cache_collector_reads_statistics_at_scrape_time() -> None:
         "reconcilekit_cache_last_event_age_seconds": "gauge",
         "reconcilekit_cache_synced": "gauge",
         "reconcilekit_watch_open": "gauge",
+        "reconcilekit_cache_shared_read_bytes": "gauge",
+        "reconcilekit_cache_waiting": "gauge",
     }
     pods = '{resource="pods/v1"}'
     leases = '{resource="leases.coordination.k8s.io/v1"}'
@@ -241,11 +243,30 @@ def test_cache_collector_reads_statistics_at_scrape_time() -> None:
         f"reconcilekit_cache_synced{leases}": 0, f"reconcilekit_cache_synced{pods}": 1}
     assert families["reconcilekit_watch_open"][2][f"reconcilekit_watch_open{leases}"] == 0
 
+    assert families["reconcilekit_cache_waiting"][2] == {
+        f"reconcilekit_cache_waiting{leases}": 0, f"reconcilekit_cache_waiting{pods}": 0}
+
     stats[1] = informer("leases.coordination.k8s.io/v1", objects=1, synced=True, watching=True)
+    stats.append(informer("kvstores.example.com/v1", shared_bytes=512,
+                          waiting_for="CustomResourceDefinition kvstores.example.com"))
+    assert value(registry, "reconcilekit_cache_waiting", resource="kvstores.example.com/v1") == 1
+    assert value(registry, "reconcilekit_cache_shared_read_bytes",
+                 resource="kvstores.example.com/v1") == 512
+    stats.pop()  # stopped: its series end
+    assert "kvstores" not in str(scrape(registry))
     assert value(registry, "reconcilekit_cache_synced",
                  resource="leases.coordination.k8s.io/v1") == 1
     assert value(registry, "reconcilekit_cache_objects",
                  resource="leases.coordination.k8s.io/v1") == 1
+
+
+def test_cache_collector_reports_the_memory_budget_when_there_is_one() -> None:
+    registry = CollectorRegistry()
+    PrometheusCacheMetrics(registry, lambda: [], budget=64 * 2**20)
+    assert value(registry, "reconcilekit_cache_memory_budget_bytes") == 64 * 2**20
+    unlimited = CollectorRegistry()
+    PrometheusCacheMetrics(unlimited, lambda: [])
+    assert "reconcilekit_cache_memory_budget_bytes" not in scrape(unlimited)
 
 
 def test_cache_collector_merges_informers_of_one_resource_into_one_series() -> None:

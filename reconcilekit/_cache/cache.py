@@ -12,8 +12,8 @@ Guarantees:
     that does);
   * ``wait_for_sync(timeout)`` either returns with every informer synced or
     raises :class:`CacheSyncTimeout` naming each resource that did not sync
-    and its last error (a CRD that is not installed answers 404): it never
-    hangs;
+    and its last error, or what it waits for (a kind whose CRD is not
+    installed yet): it never hangs;
   * read-your-own-writes: every write made through the client given to the
     cache is remembered with the resourceVersion it returned, and
     :meth:`has_seen_own_write` stays False until the cache has seen that
@@ -38,12 +38,25 @@ informer (which takes the default). Then:
     :class:`CacheScopeError`: what one controller watches is never widened
     or narrowed behind its back by another.
 
+Informers come and go (controller-runtime's ``GetInformer`` and
+``RemoveInformer``, counted): :meth:`Cache.acquire` gives one user's hold on
+a resource's informer (an :class:`InformerUse`; a controller's watch takes
+one), and when the last hold is released the informer stops: its watches
+are closed, its store is emptied and dropped, its metrics series end, and
+read-your-own-writes stops waiting for its objects. An informer created
+without a hold (:meth:`informer_for`, :meth:`index_field`, a read) is the
+cache's for good. A read of a resource whose informer stopped starts a new
+one, as the first read did. With ``memory_budget`` a new informer is
+refused (:class:`CacheMemoryBudgetExceeded`) rather than hold more than the
+budget (see ``budget.py``).
+
 Reading from a cache that is not running raises RuntimeError at once.
 """
 
 from __future__ import annotations
 
 import builtins
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar, overload
@@ -65,6 +78,7 @@ from .._foundations.objects import (
     resource_version_of,
 )
 from .._foundations.selectors import LabelSelector
+from .budget import CacheMemoryBudgetExceeded, MemoryBudget
 from .informer import (
     EventHandler,
     Informer,
@@ -76,7 +90,9 @@ from .mutation_detector import DETECTOR, MutationDetector, detection_default
 from .scope import CacheScope, CacheScopeError, resolve_scope
 from .store import DEFAULT_SHARED_READ_MEMORY
 
-__all__ = ["Cache", "CacheSyncTimeout"]
+__all__ = ["Cache", "CacheSyncTimeout", "InformerUse"]
+
+logger = logging.getLogger("reconcilekit.cache")
 
 _SYSTEM_CLOCK: Final = SystemClock()
 Objs = list[Obj]  # spelled here: the class below has a method named ``list``
@@ -101,6 +117,31 @@ class _InformerKey:
     metadata_only: bool
 
 
+class InformerUse:
+    """One user's hold on a shared informer (from :meth:`Cache.acquire`).
+
+    Invariant: released at most once; while held, :attr:`informer` stays in
+    its cache (it may still be refused by the memory budget on its first
+    list: reads then raise :class:`CacheMemoryBudgetExceeded`).
+    """
+
+    __slots__ = ("_cache", "_key", "informer", "released")
+
+    def __init__(self, cache: Cache, key: _InformerKey, informer: Informer) -> None:
+        self._cache, self._key, self.informer = cache, key, informer
+        self.released = False
+
+    def release(self) -> None:
+        """Let go of the informer; the last user to let go stops it. Idempotent."""
+        if not self.released:
+            self.released = True
+            self._cache._release(self._key, self.informer)
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else "held"
+        return f"InformerUse({self.informer.resource}, {state})"
+
+
 @dataclass(frozen=True, slots=True)
 class _FixedScope:
     """The resolved scope a resource is cached with, and what fixed it (for errors)."""
@@ -117,8 +158,13 @@ class Cache:
     informers (full and metadata-only) list and watch exactly that scope;
     a scope in ``_scopes`` is resolved (its ``namespaces`` is never None)
     and never changes. Every informer is made with the cache's ``admit`` and
-    ``shard_selector``. ``_readable`` holds only full informers that have
-    synced, each with whether its scope is every namespace.
+    ``shard_selector``. ``_readable`` holds only full informers of
+    ``_informers`` that have synced, each with whether its scope is every
+    namespace. An informer is in ``_informers`` while it is pinned (made
+    without a hold) or held (``_users`` > 0); once neither, it is stopped
+    (its run cancelled, :meth:`Informer.close` called) and dropped from every
+    mapping. While the cache runs, each informer of ``_informers`` runs in its
+    own cancel scope in ``_running``.
     """
 
     def __init__(self, client: Client, *, namespace: str | None = None,
@@ -131,7 +177,8 @@ class Cache:
                  shard_selector: Callable[[], str | None] | None = None,
                  shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
                  shared_reads: bool | Iterable[Resource] = False,
-                 detect_mutations: bool | None = None) -> None:
+                 detect_mutations: bool | None = None,
+                 memory_budget: int | None = None) -> None:
         """Cache what ``client`` reads; its writes are remembered for read-your-own-writes.
 
         ``namespace`` (one namespace) or ``default_namespaces`` (a set; one
@@ -160,6 +207,8 @@ class Cache:
         a copy. ``detect_mutations``: whether shared objects are checked for
         changes by their readers (see :class:`MutationDetector`); None: as
         :func:`detection_default` says (on where tests run, else off).
+        ``memory_budget``: the JSON bytes all stores together may hold before
+        a new informer is refused (None: no limit; see ``budget.py``).
 
         Raises ValueError for both ``namespace`` and ``default_namespaces``,
         TypeError for a ``scopes`` entry that is not a Resource and a
@@ -187,6 +236,10 @@ class Cache:
         self.relist_period = relist_period
         self.liveness_timeout = liveness_timeout
         self._informers: dict[_InformerKey, Informer] = {}
+        self._users: dict[_InformerKey, int] = {}
+        self._pinned: set[_InformerKey] = set()
+        self._running: dict[Informer, anyio.CancelScope] = {}
+        self.memory_budget = MemoryBudget(memory_budget)
         # Full informers that have synced, and whether their scope is every namespace.
         self._readable: dict[Resource, tuple[Informer, bool]] = {}
         self.admit = admit
@@ -225,27 +278,95 @@ class Cache:
         key = _InformerKey(resource, metadata)
         informer = self._informers.get(key)
         if informer is None:
-            fixed = self._scopes.get(resource)
-            if fixed is None:
-                fixed = self._scopes[resource] = self._resolve(
-                    resource, None, "its informer, created (by a watch, index_field or a read) "
-                    "before any scope was asked for")
-            namespaces, labels, fields = _watch_arguments(fixed.scope)
-            informer = Informer(
-                self.client, resource, namespaces=namespaces,
-                label_selector=labels, field_selector=fields,
-                transform=metadata_only if metadata else strip_managed_fields,
-                metadata_only=metadata,
-                resync_period=self.resync_period, relist_period=self.relist_period,
-                liveness_timeout=self.liveness_timeout,
-                admit=self.admit, shard_selector=self.shard_selector,
-                clock=self.clock, shared_read_memory=self.shared_read_memory,
-                detector=self.mutation_detector)
-            informer.add_version_observer(self._observer(resource, informer))
-            self._informers[key] = informer
-            if self._tg is not None:
-                self._tg.start_soon(informer.run)
+            informer = self._new_informer(key)
+            self._pinned.add(key)
         return informer
+
+    def acquire(self, resource: Resource, *, metadata: bool = False) -> InformerUse:
+        """A hold on the shared informer of ``resource`` (as :meth:`informer_for` makes it);
+        when every hold is released (and nothing made it without one), it stops.
+
+        Raises :class:`CacheMemoryBudgetExceeded` if a new informer would not fit
+        the memory budget."""
+        key = _InformerKey(resource, metadata)
+        informer = self._informers.get(key) or self._new_informer(key)
+        self._users[key] = self._users.get(key, 0) + 1
+        return InformerUse(self, key, informer)
+
+    def _release(self, key: _InformerKey, informer: Informer) -> None:
+        users = self._users.get(key, 0) - 1
+        if users > 0:
+            self._users[key] = users
+            return
+        self._users.pop(key, None)
+        if key not in self._pinned and self._informers.get(key) is informer:
+            self._stop(key, informer)
+
+    def _stop(self, key: _InformerKey, informer: Informer) -> None:
+        """Stop ``informer`` and forget it: nothing of it is held afterwards."""
+        del self._informers[key]
+        if self._readable.get(key.resource, (None,))[0] is informer:
+            del self._readable[key.resource]
+        scope = self._running.pop(informer, None)
+        if scope is not None:
+            scope.cancel()
+        objects, nbytes = len(informer.store), informer.store.nbytes
+        informer.close()
+        if not any(k.resource == key.resource for k in self._informers):
+            self.own_writes.forget_where(lambda wanted: wanted[0] == key.resource)
+        logger.info("stopped the %sinformer of %s: no user left (%d objects, %.1f MiB "
+                    "freed)", "metadata-only " if key.metadata_only else "", key.resource,
+                    objects, nbytes / 2**20, extra={"resource": str(key.resource)})
+
+    def _new_informer(self, key: _InformerKey) -> Informer:
+        resource, metadata = key.resource, key.metadata_only
+        self.memory_budget.admit(resource, self._held())
+        fixed = self._scopes.get(resource)
+        if fixed is None:
+            fixed = self._scopes[resource] = self._resolve(
+                resource, None, "its informer, created (by a watch, index_field or a read) "
+                "before any scope was asked for")
+        namespaces, labels, fields = _watch_arguments(fixed.scope)
+        informer = Informer(
+            self.client, resource, namespaces=namespaces,
+            label_selector=labels, field_selector=fields,
+            transform=metadata_only if metadata else strip_managed_fields,
+            metadata_only=metadata,
+            resync_period=self.resync_period, relist_period=self.relist_period,
+            liveness_timeout=self.liveness_timeout,
+            admit=self.admit, shard_selector=self.shard_selector,
+            clock=self.clock, shared_read_memory=self.shared_read_memory,
+            detector=self.mutation_detector,
+            reserve=None if self.memory_budget.limit is None else self._reserve)
+        informer.add_version_observer(self._observer(resource, informer))
+        self._informers[key] = informer
+        if self._tg is not None:
+            self._tg.start_soon(self._run_informer, key, informer)
+        return informer
+
+    def _held(self) -> Iterable[tuple[str, int]]:
+        return ((str(i.resource), i.store.nbytes) for i in self._informers.values())
+
+    def _reserve(self, informer: Informer, nbytes: int) -> None:
+        """The memory budget's word on ``nbytes`` more of ``informer``'s first list."""
+        self.memory_budget.admit(informer.resource, self._held(), nbytes)
+
+    async def _run_informer(self, key: _InformerKey, informer: Informer) -> None:
+        """Run ``informer`` until cancelled or stopped; one refused by the memory budget
+        is stopped and dropped, and its readers get the error."""
+        with anyio.CancelScope() as scope:
+            self._running[informer] = scope
+            try:
+                await informer.run()
+            except CacheMemoryBudgetExceeded as err:
+                logger.error("%s", err, extra={"resource": str(key.resource)})
+                if self._informers.get(key) is informer:
+                    self._pinned.discard(key)
+                    self._users.pop(key, None)
+                    self._stop(key, informer)
+            finally:
+                if self._running.get(informer) is scope:
+                    del self._running[informer]
 
     # -- scopes --------------------------------------------------------------------------
 
@@ -333,8 +454,8 @@ class Cache:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                for informer in self._informers.values():
-                    tg.start_soon(informer.run)
+                for key, informer in self._informers.items():
+                    tg.start_soon(self._run_informer, key, informer)
                 task_status.started()
                 await anyio.sleep_forever()  # informers created later start in this group
         finally:
@@ -356,10 +477,13 @@ class Cache:
 
                 tg.start_soon(deadline)
                 for informer in informers:
-                    await informer.synced.wait()
+                    await informer.until_synced_or_stopped()
                 tg.cancel_scope.cancel()
-        unsynced = {str(i.resource): i.statistics().last_error
-                    for i in informers if not i.has_synced}
+        refused = [i.refusal for i in informers if i.refusal is not None]
+        if refused:
+            raise refused[0]
+        unsynced = {str(i.resource): _why_unsynced(i.statistics()) for i in informers
+                    if not i.has_synced and not i.stopped.is_set()}
         if unsynced:
             raise CacheSyncTimeout(timeout, unsynced)
 
@@ -374,8 +498,12 @@ class Cache:
             raise RuntimeError("the cache is not running: start Cache.run() first")
         informer = self.informer_for(resource, metadata=metadata)
         self._check_namespace(resource, namespace)
-        if not informer.has_synced:
-            await informer.synced.wait()
+        while not informer.has_synced:
+            await informer.until_synced_or_stopped()
+            if informer.refusal is not None:
+                raise informer.refusal
+            if informer.stopped.is_set():  # its last user let go meanwhile: a new one
+                informer = self.informer_for(resource, metadata=metadata)
         if not metadata and self._tg is not None:
             self._readable[resource] = (informer, self._scopes[resource].scope.all_namespaces)
         return informer
@@ -583,6 +711,13 @@ class Cache:
             self.own_writes.expect(key, record.resource_version)
         elif record.deleted:
             self.own_writes.delete((record.resource, record.key))
+
+
+def _why_unsynced(stats: InformerStatistics) -> str | None:
+    """What keeps an informer from syncing, for :class:`CacheSyncTimeout`."""
+    if stats.waiting_for is not None:
+        return f"not served by the API server (404); waiting for {stats.waiting_for}"
+    return stats.last_error
 
 
 def _holds(scope: CacheScope, namespace: str) -> bool:

@@ -21,7 +21,21 @@ Guarantees:
   * a handler added late is first told ``on_add`` for every stored object;
   * a handler that raises is logged and does not stop the informer or the
     other handlers;
-  * handlers receive fresh dicts: mutating them cannot corrupt the store.
+  * handlers receive fresh dicts: mutating them cannot corrupt the store;
+  * a resource the API server does not serve (its list answers 404: a CRD
+    not installed or not established yet) is waited for, not retried with a
+    WARNING a minute: one INFO line when the wait begins, naming what is
+    awaited (``waiting_for`` in :meth:`statistics`), one when it is served,
+    and then the informer lists and syncs as it would have (see
+    ``served.py``); it never syncs meanwhile;
+  * ``reserve``, if given, is told before the informer's first list is
+    stored how many JSON bytes it has prepared so far, page by page, and
+    may refuse it by raising :class:`SinkRefused` (the cache's memory
+    budget): :meth:`run` then raises it, having stored nothing and told no
+    handler; later lists and events are never refused;
+  * after :meth:`close` the store is empty, no handler is told anything
+    more, and the informer holds nothing it listed (its memory can be
+    given back).
 
 The ``transform`` runs on every object before it is stored or handed to a
 handler; by default it drops ``metadata.managedFields``, which controllers
@@ -44,6 +58,7 @@ from .._foundations.clock import Clock, SystemClock
 from .._foundations.objects import Obj, ObjectKey, Resource, object_key, resource_version_of
 from .backoff import Backoff
 from .mutation_detector import MutationDetector
+from .served import awaited, until_served
 from .store import (
     DEFAULT_SHARED_READ_MEMORY,
     NAMESPACE_INDEX,
@@ -52,7 +67,8 @@ from .store import (
     Store,
     encode,
 )
-from .watcher import Watcher, WatchOptions
+from .watch_sink import SinkRefused
+from .watcher import NotServed, Watcher, WatchOptions
 
 __all__ = [
     "EventHandler",
@@ -132,6 +148,8 @@ class InformerStatistics:
     watching: bool
     last_error: str | None
     bytes: int = 0  # the JSON the store holds for its objects
+    waiting_for: str | None = None  # what a resource not served is waited for (in words)
+    shared_bytes: int = 0  # the decoded objects kept for shared reads (estimated)
 
 
 class Informer(_PagedSink):
@@ -152,7 +170,8 @@ class Informer(_PagedSink):
                  clock: Clock = _SYSTEM_CLOCK,
                  backoff: Backoff | None = None,
                  shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
-                 detector: MutationDetector | None = None) -> None:
+                 detector: MutationDetector | None = None,
+                 reserve: Callable[[Informer, int], None] | None = None) -> None:
         """Keep ``resource``, read through ``client``, in a new :attr:`store`.
 
         ``namespace`` watches one namespace (None: all of them); ``namespaces``
@@ -172,7 +191,8 @@ class Informer(_PagedSink):
         its replica's shards; None: every one the server sends); an object it
         refuses is never stored nor handed to a handler. ``clock`` times the
         resyncs and the watchers. ``shared_read_memory`` and ``detector`` are the
-        store's (see :class:`Store`).
+        store's (see :class:`Store`). ``reserve(informer, nbytes)`` may refuse
+        the first list (see the module docstring).
 
         Raises ValueError for both ``namespace`` and ``namespaces``, an empty
         ``namespaces``, or options :class:`WatchOptions` refuses.
@@ -195,7 +215,13 @@ class Informer(_PagedSink):
         self.resync_period = resync_period
         self.admit = admit
         self.clock = clock
+        self.client = client
+        self.reserve = reserve
         self.synced = anyio.Event()
+        self._serving: anyio.Event | None = None  # set once a resource waited for is served
+        self._closed = False
+        self.stopped = anyio.Event()  # set by close()
+        self.refusal: SinkRefused | None = None  # why its cache refused it, if it did
         self._handlers: list[EventHandler] = []
         self._version_observers: list[Callable[[ObjectKey, str], None]] = []
         self.watchers = tuple(
@@ -210,6 +236,19 @@ class Informer(_PagedSink):
     @property
     def has_synced(self) -> bool:
         return self.synced.is_set()
+
+    async def until_synced_or_stopped(self) -> None:
+        """Return once the informer has synced or was closed (whichever first)."""
+        if self.has_synced or self.stopped.is_set():
+            return
+        async with anyio.create_task_group() as tg:
+            async def stopped() -> None:
+                await self.stopped.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(stopped)
+            await self.synced.wait()
+            tg.cancel_scope.cancel()
 
     @property
     def watcher(self) -> Watcher:
@@ -243,6 +282,11 @@ class Informer(_PagedSink):
             for obj in self.store.list():
                 self._call(handler.on_add, obj)
 
+    def remove_handler(self, handler: EventHandler) -> None:
+        """Tell ``handler`` nothing more (no ``on_delete`` for what it was told of)."""
+        if handler in self._handlers:
+            self._handlers.remove(handler)
+
     def add_index(self, name: str, fn: IndexFunc) -> None:
         """Add a named index to the store (see :meth:`Store.add_index`)."""
         self.store.add_index(name, fn)
@@ -256,15 +300,66 @@ class Informer(_PagedSink):
     # -- running -------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """List and watch until cancelled (resyncing handlers if a period is set)."""
+        """List and watch until cancelled (resyncing handlers if a period is set).
+
+        Raises :class:`SinkRefused` if ``reserve`` refused the first list (and keeps it
+        in :attr:`refusal`)."""
+        if self._closed:
+            raise RuntimeError(f"{self.resource}: this informer was closed")
+        failure: SinkRefused | None = None
         async with anyio.create_task_group() as tg:
             if self.resync_period:
                 tg.start_soon(self._resync_loop, self.resync_period)
-            if len(self.watchers) == 1:
-                await self.watchers[0].run(self)
-            else:
-                for watcher in self.watchers:
-                    tg.start_soon(watcher.run, _NamespaceSink(self, watcher.namespace))
+            try:
+                if len(self.watchers) == 1:
+                    await self._run_served(self.watchers[0], self)
+                else:
+                    async with anyio.create_task_group() as watchers:
+                        for watcher in self.watchers:
+                            watchers.start_soon(self._run_served, watcher,
+                                                _NamespaceSink(self, watcher.namespace))
+            except* SinkRefused as group:
+                failure = group.exceptions[0]  # type: ignore[assignment]
+                tg.cancel_scope.cancel()
+        if failure is not None:
+            self.refusal = failure
+            raise failure
+
+    async def _run_served(self, watcher: Watcher, sink: Informer | _NamespaceSink) -> None:
+        """Run ``watcher``; while its resource is not served, wait until it is."""
+        while True:
+            try:
+                await watcher.run(sink)
+            except NotServed:
+                await self._until_served()
+
+    async def _until_served(self) -> None:
+        """Wait until the resource is served: one wait, and one pair of log lines, for
+        every watcher that found it not served meanwhile."""
+        serving = self._serving
+        if serving is not None:
+            await serving.wait()
+            return
+        self._serving = serving = anyio.Event()
+        extra = {"resource": str(self.resource)}
+        logger.info("%s: not served by the API server; waiting for %s", self.resource,
+                    awaited(self.resource), extra=extra)
+        try:
+            await until_served(self.client, self.resource, self.clock)
+        finally:
+            self._serving = None
+            serving.set()
+        logger.info("%s: served now; listing", self.resource, extra=extra)
+
+    def close(self) -> None:
+        """Forget everything: the store is emptied and no handler or observer is told
+        anything more. For a cache that stopped this informer (cancelled :meth:`run`);
+        it cannot run again."""
+        self._closed = True
+        self.stopped.set()
+        self._handlers.clear()
+        self._version_observers.clear()
+        self.store.clear()
 
     async def _resync_loop(self, period: float) -> None:
         while True:
@@ -297,7 +392,8 @@ class Informer(_PagedSink):
             sum(s.lists for s in stats), sum(max(0, s.lists - 1) for s in stats),
             sum(s.restarts for s in stats), sum(s.dead_watches for s in stats),
             sum(s.events for s in stats), age, all(s.watching for s in stats), last_error,
-            self.store.nbytes)
+            self.store.nbytes, awaited(self.resource) if self._serving is not None else None,
+            self.store.shared_nbytes)
 
     # -- the watcher's sink ---------------------------------------------------------------------
 
@@ -412,21 +508,30 @@ class Listing:
     complete list and the watch events since made it.
     """
 
-    __slots__ = ("_fresh", "_informer", "_namespace")
+    __slots__ = ("_bytes", "_fresh", "_informer", "_namespace", "_reserve")
 
     def __init__(self, informer: Informer, namespace: str | None) -> None:
         self._informer, self._namespace = informer, namespace
         self._fresh: dict[ObjectKey, tuple[Prepared, str]] = {}
+        self._bytes = 0
+        self._reserve = None if informer.has_synced else informer.reserve
 
     def add(self, objects: list[Obj]) -> None:
-        """The objects of one page (ValueError for one that cannot be stored)."""
+        """The objects of one page (ValueError for one that cannot be stored;
+        :class:`SinkRefused` from the informer's ``reserve``)."""
         informer, fresh = self._informer, self._fresh
         admit, transform, store = informer.admit, informer.transform, informer.store
+        added = 0
         for obj in objects:
             if admit is not None and not admit(obj):
                 continue
             prepared = transform(obj) if transform is not None else obj
-            fresh[object_key(prepared)] = (store.prepare(prepared), resource_version_of(prepared))
+            ready = store.prepare(prepared)
+            added += len(ready.raw)
+            fresh[object_key(prepared)] = (ready, resource_version_of(prepared))
+        if self._reserve is not None:
+            self._bytes += added
+            self._reserve(informer, self._bytes)
 
     def finish(self, resource_version: str) -> None:
         """The list is complete, at ``resource_version``: converge to it."""

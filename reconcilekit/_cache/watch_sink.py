@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["ListSink", "WatchSink", "begin_list"]
+__all__ = ["ListSink", "SinkRefused", "WatchSink", "begin_list"]
+
+
+class SinkRefused(Exception):
+    """Raised by a sink that will not take what it is given (an informer whose first
+    list would exceed its cache's memory budget): the watcher stops and its ``run``
+    raises it, instead of retrying as it does after a failure."""
 
 
 class WatchSink(Protocol):

@@ -57,7 +57,10 @@ Guarantees:
     events were lost, duplicated or delayed;
   * events reach the sink in the order the server sent them, and none is
     skipped between a list and the watch that follows it;
-  * the watcher never gives up: only cancellation stops it.
+  * the watcher never gives up: only cancellation stops it, a list the
+    server answers 404 (:class:`NotServed`: the resource is not served; the
+    caller waits for it and runs the watcher again, which lists), and a sink
+    that refuses a list (:class:`SinkRefused`).
 
 Assumptions: the sink's methods are synchronous and do not raise (an
 exception from the sink is logged and ends that watch, which is then
@@ -97,15 +100,16 @@ from .._foundations.errors import (
     APIConnectionError,
     APIError,
     Gone,
+    NotFound,
     describe_error,
     error_from_status,
 )
 from .._foundations.logging import RepeatFilter
 from .._foundations.objects import Resource
 from .backoff import Backoff
-from .watch_sink import ListSink, WatchSink, begin_list
+from .watch_sink import ListSink, SinkRefused, WatchSink, begin_list
 
-__all__ = ["DeadWatchError", "WatchOptions", "Watcher", "WatcherStatistics"]
+__all__ = ["DeadWatchError", "NotServed", "WatchOptions", "Watcher", "WatcherStatistics"]
 
 logger = logging.getLogger("reconcilekit.watcher")
 _SYSTEM_CLOCK: Final = SystemClock()
@@ -167,6 +171,17 @@ class WatcherStatistics:
 
 class DeadWatchError(Exception):
     """The watch connection outlived the server's promise to close it."""
+
+
+class NotServed(Exception):
+    """A list answered 404: the API server does not serve the resource (its CRD is not
+    installed or not established yet; a list in a namespace that does not exist answers
+    an empty list, not 404). :meth:`Watcher.run` raises it instead of retrying, so its
+    caller waits until the resource is served (see ``served.py``) and runs it again."""
+
+    def __init__(self, resource: Resource, error: APIError) -> None:
+        super().__init__(f"{resource} is not served by the API server: {error.message}")
+        self.resource = resource
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -312,10 +327,15 @@ class Watcher:
                             self.resource, self._rv, err.message,
                             extra={"resource": str(self.resource)})
                 self._rv = None
+            except SinkRefused:
+                raise
             except (APIError, APIConnectionError, aiohttp.ClientError, OSError,
                     TimeoutError, ValueError, DeadWatchError) as err:
                 self._restarts += 1
                 self._last_error = describe_error(err)
+                if listing and isinstance(err, NotFound):
+                    self._relist_wanted = True  # listed first when run again
+                    raise NotServed(self.resource, err) from None
                 delay = self.backoff.next_delay()
                 self._failing += 1
                 what = "list" if listing else "watch"

@@ -41,8 +41,8 @@ from typing import Any, Final, Protocol
 import anyio
 import anyio.abc
 
-from .._cache.cache import Cache
-from .._cache.informer import EventHandler
+from .._cache.cache import Cache, InformerUse
+from .._cache.informer import EventHandler, Informer
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.errors import (
     APIConnectionError,
@@ -126,6 +126,8 @@ class Controller:
         self._repeats = RepeatFilter(clock=clock)
         self._tracebacks = RepeatFilter(window=math.inf, clock=clock)
         self._stopped = anyio.Event()
+        self._watches: list[tuple[InformerUse, EventHandler]] = []
+        self.started = anyio.Event()  # set once its workers run
         self._backlog: deque[Request] = deque()
         self._window = 2 * max_concurrent_reconciles
         self._since_feed = 0
@@ -140,10 +142,13 @@ class Controller:
 
         Update events enqueue what both the old and the new object map to, so
         an object that stops pointing at a key still gets that key reconciled.
+        The watch holds the cache's informer of ``resource`` (see
+        :meth:`Cache.acquire`) until :meth:`release_watches`.
         """
         preds = tuple(predicates)
         add = self._enqueue
-        informer = self.cache.informer_for(resource, metadata=metadata)
+        use = self.cache.acquire(resource, metadata=metadata)
+        informer = use.informer
         replaying = True  # add_handler replays what is stored already: that is initial too
 
         def on_add(obj: Mapping[str, Any]) -> None:
@@ -162,8 +167,23 @@ class Controller:
             if all(p.delete(obj) for p in preds):
                 add(mapper(obj))
 
-        informer.add_handler(EventHandler(on_add, on_update, on_delete))
+        handler = EventHandler(on_add, on_update, on_delete)
+        self._watches.append((use, handler))
+        informer.add_handler(handler)
         replaying = False
+
+    @property
+    def watched(self) -> list[Informer]:
+        """The informers this controller's watches hold."""
+        return [use.informer for use, _ in self._watches]
+
+    def release_watches(self) -> None:
+        """End every watch: its handler is told nothing more and its hold on the informer
+        is released (the last hold stops the informer, see :meth:`Cache.acquire`)."""
+        watches, self._watches = self._watches, []
+        for use, handler in watches:
+            use.informer.remove_handler(handler)
+            use.release()
 
     def _enqueue(self, requests: Iterable[Request]) -> None:
         for request in requests:
@@ -194,6 +214,7 @@ class Controller:
                 for _ in range(self.max_concurrent_reconciles):
                     tg.start_soon(self._worker, gate)
                 task_status.started()
+                self.started.set()
         finally:
             self._stopped.set()
 

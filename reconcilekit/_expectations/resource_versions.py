@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Final, Generic, TypeVar
 
 from cachetools import TTLCache
@@ -160,6 +160,16 @@ class ResourceVersionExpectations(Generic[K]):
         """Forget ``key`` (the object is gone and nothing waits for it). Not logged."""
         self._records.forget(key)
         self._seen.pop(key, None)
+
+    def forget_where(self, which: Callable[[K], bool]) -> int:
+        """Forget every key ``which`` selects (nothing can observe them any more: the
+        cache stopped watching their resource); how many were waited for. Not logged."""
+        keys = [key for key in self._records.records if which(key)]
+        for key in keys:
+            self._records.forget(key)
+        for key in [key for key in self._seen if which(key)]:
+            self._seen.pop(key, None)
+        return len(keys)
 
     def __len__(self) -> int:
         """Objects with a pending expectation (expired ones included until the next call)."""

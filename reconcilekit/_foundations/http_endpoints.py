@@ -41,17 +41,26 @@ def split_address(address: str) -> tuple[str, int]:
 async def serve_endpoints(address: str, registry: CollectorRegistry,
                           ready: Callable[[], tuple[bool, str]],
                           on_port: Callable[[int], None], *,
+                          detail: Callable[[], list[str]] | None = None,
                           task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
                           ) -> None:
-    """Serve until cancelled. ``ready()`` answers (ready, reason) for ``/readyz``."""
+    """Serve until cancelled. ``ready()`` answers (ready, reason) for ``/readyz``;
+    ``/readyz?verbose`` adds ``detail()``'s lines (one per check, kube-apiserver's
+    ``[+]name ok`` form) before the verdict."""
     host, port = split_address(address)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
 
-    async def readyz(_: web.Request) -> web.Response:
+    async def readyz(request: web.Request) -> web.Response:
         ok, reason = ready()
-        return web.Response(text="ok" if ok else reason, status=200 if ok else 503)
+        status = 200 if ok else 503
+        if "verbose" not in request.query:
+            return web.Response(text="ok" if ok else reason, status=status)
+        lines = ["[+]ready ok" if ok else f"[-]ready failed: {reason}",
+                 *(detail() if detail is not None else ())]
+        verdict = "readyz check passed" if ok else "readyz check failed"
+        return web.Response(text="\n".join([*lines, verdict, ""]), status=status)
 
     app = web.Application()
     metrics: Any = make_aiohttp_handler(registry)

@@ -9,7 +9,9 @@ reuses them, with a label value of its own.
 
 Guarantees: the families of a registry are made once, on first use; a
 ``name`` is claimed once per registry (a second claim raises ValueError,
-naming ``what`` and the name), so two parts never write one series; the
+naming ``what`` and the name), so two parts never write one series at
+once (a part that is gone releases its name, and the next to claim it
+continues its series: counters keep counting up); the
 registries are held weakly, so a dropped registry takes its families with
 it. Nothing here is process-global state beyond that weak map: no family
 is ever put on prometheus_client's default registry.
@@ -54,6 +56,13 @@ class FamiliesPerRegistry(Generic[F]):
             raise ValueError(f"{self._what} named {name!r} already reports to this registry")
         names.add(name)
         return families
+
+    def release(self, registry: CollectorRegistry, name: str) -> None:
+        """Give up the claim on ``name`` (its part is gone): a new part may claim it and
+        continue its series."""
+        held = self._held.get(registry)
+        if held is not None:
+            held[1].discard(name)
 
     def _entry(self, registry: CollectorRegistry) -> tuple[F, set[str]]:
         held = self._held.get(registry)

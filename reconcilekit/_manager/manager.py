@@ -24,6 +24,14 @@ Expected flow of :meth:`Manager.run`:
    :class:`LeadershipLost` (``run_until_signal`` exits non-zero): another
    replica is reconciling now.
 
+Controllers come and go while it runs: one added to a running manager
+(:meth:`Manager.add`, which a builder's ``complete`` calls) starts once the
+informers of its watches have synced, however long that takes (a kind
+whose CRD is installed later is waited for: one INFO line, then it syncs);
+:meth:`Manager.remove` stops one (its reconciles finish within a grace
+period) and releases its watches: an informer no other controller holds
+stops, and its memory is given back.
+
 Everything hangs off the manager: one client, one cache, one metrics
 registry; nothing is process-global.
 """
@@ -43,6 +51,7 @@ import anyio
 import anyio.abc
 from prometheus_client import CollectorRegistry
 
+from .._cache.budget import CacheMemoryBudgetExceeded
 from .._cache.cache import Cache, CacheSyncTimeout
 from .._cache.scope import CacheScope
 from .._cache.store import DEFAULT_SHARED_READ_MEMORY
@@ -99,14 +108,16 @@ class Manager:
                  cache_sync_timeout: float = 120.0, relist_period: float | None = None,
                  cache_shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
                  cache_shared_reads: bool | Iterable[Resource] = False,
+                 cache_memory_budget: int | None = None,
                  clock: Clock = _SYSTEM_CLOCK,
                  registry: CollectorRegistry | None = None,
                  webhook_server: WebhookServer | None = None) -> None:
         """``coordination`` says how replicas share the work: one leader at a time
         (:class:`LeaderElection`), each its own shards (:class:`Sharding`), or
         None: every replica reconciles everything (one replica only).
-        ``cache_shared_read_memory`` and ``cache_shared_reads`` are the cache's
-        ``shared_read_memory`` and ``shared_reads`` (see :class:`Cache`)."""
+        ``cache_shared_read_memory``, ``cache_shared_reads`` and
+        ``cache_memory_budget`` are the cache's ``shared_read_memory``,
+        ``shared_reads`` and ``memory_budget`` (see :class:`Cache`)."""
         if http_addr is not None:
             split_address(http_addr)  # fail now, not once running
         if not isinstance(coordination, LeaderElection | Sharding | None):
@@ -141,8 +152,9 @@ class Manager:
                            admit=held.admits if held is not None else None,
                            shard_selector=held.selector if held is not None else None,
                            shared_read_memory=cache_shared_read_memory,
-                           shared_reads=cache_shared_reads)
-        PrometheusCacheMetrics(self.registry, self.cache.statistics)
+                           shared_reads=cache_shared_reads, memory_budget=cache_memory_budget)
+        PrometheusCacheMetrics(self.registry, self.cache.statistics,
+                               budget=cache_memory_budget)
         client.add_request_observer(
             PrometheusClientMetrics(self.registry, _host_of(client)).observe)
         self.events = EventRecorder(client, component=name, clock=clock)
@@ -170,6 +182,11 @@ class Manager:
                                                   self.cache)
         self._stop = anyio.Event()
         self._started = anyio.Event()  # controllers running
+        # While controllers run: where a controller added late starts, and each one's scope.
+        self._workers: anyio.abc.TaskGroup | None = None
+        self._scopes: dict[Controller, anyio.CancelScope] = {}
+        self._metrics: dict[Controller, tuple[PrometheusReconcileMetrics,
+                                               PrometheusQueueMetrics]] = {}
         self._synced = False
         # A cold standby waiting for the Lease: ready, with no cache to sync yet.
         self._cold_standby = False
@@ -191,12 +208,14 @@ class Manager:
         (``primary`` and the options as :class:`Controller`'s)."""
         if any(c.name == name for c in self.controllers):
             raise ValueError(f"a controller named {name!r} already exists in this manager")
+        metrics = PrometheusReconcileMetrics(self.registry, name)
+        queue_metrics = PrometheusQueueMetrics(self.registry, name)
         controller = Controller(
             name, reconciler, self.cache, primary=primary,
             max_concurrent_reconciles=max_concurrent_reconciles,
             rate_limiter=rate_limiter, reconcile_timeout=reconcile_timeout, clock=self.clock,
-            metrics=PrometheusReconcileMetrics(self.registry, name),
-            queue_metrics=PrometheusQueueMetrics(self.registry, name))
+            metrics=metrics, queue_metrics=queue_metrics)
+        self._metrics[controller] = (metrics, queue_metrics)
         self.add(controller)
         return controller
 
@@ -208,9 +227,44 @@ class Manager:
                             metrics=PrometheusExpectationMetrics(self.registry, controller))
 
     def add(self, controller: Controller) -> None:
-        if self._running:
-            raise RuntimeError("controllers must be added before the manager runs")
+        """Run ``controller`` with the others; added to a running manager, it starts once
+        the informers of its watches have synced (see the module docstring)."""
+        if any(c is controller or c.name == controller.name for c in self.controllers):
+            raise ValueError(f"a controller named {controller.name!r} already exists in "
+                             "this manager")
         self.controllers.append(controller)
+        if self._workers is not None:
+            self._workers.start_soon(self._start_late, controller)
+
+    async def remove(self, controller: Controller | str, *, grace: float | None = None
+                     ) -> None:
+        """Stop ``controller`` (or the one of that name) and forget it.
+
+        It takes no more keys; its reconciles in flight get ``grace`` seconds
+        (None: ``graceful_shutdown_timeout``) and are then cancelled; its
+        watches are released, so informers no other controller holds stop
+        (their watches closed, their stores freed). Raises KeyError for a
+        controller this manager does not have.
+        """
+        found = [c for c in self.controllers
+                 if c is controller or (isinstance(controller, str) and c.name == controller)]
+        if not found:
+            raise KeyError(f"no controller {controller!r} in this manager")
+        stopping = found[0]
+        self.controllers.remove(stopping)
+        if not stopping.started.is_set():  # still waiting for its informers
+            stopping.queue.shutdown()
+        elif not await stopping.shutdown(self.graceful_shutdown_timeout if grace is None
+                                         else grace):
+            scope = self._scopes.get(stopping)
+            if scope is not None:
+                scope.cancel()
+        stopping.release_watches()
+        metrics = self._metrics.pop(stopping, None)
+        if metrics is not None:  # made by new_controller: a new one may take its name
+            metrics[0].release()
+            metrics[1].release(self.registry)
+        logger.info("removed controller %s", stopping.name)
 
     # -- state -------------------------------------------------------------------------------
 
@@ -225,10 +279,39 @@ class Manager:
         if self.ring is not None and not self.ring.is_member:
             return False, f"not a member of shard ring {self.ring.name} yet"
         broken = [s.resource for s in self.cache.statistics()
-                  if not s.watching and s.last_error is not None]
+                  if not s.watching and s.last_error is not None and s.waiting_for is None]
         if broken:
             return False, "watch failing: " + ", ".join(broken)
         return True, "ok"
+
+    def readiness_detail(self) -> list[str]:
+        """For ``/readyz?verbose``: a line per informer (``[+]`` synced and watching, ``[-]``
+        not) with its objects, the memory it holds and the time since its last event or
+        bookmark, then a line per controller; none of them changes :meth:`ready`'s verdict
+        beyond what it says."""
+        lines = []
+        for stats in sorted(self.cache.statistics(), key=lambda s: s.resource):
+            if stats.waiting_for is not None:
+                state = f"waiting for {stats.waiting_for}"
+            elif not stats.synced:
+                state = "listing" + (f" (last error: {stats.last_error})"
+                                     if stats.last_error else "")
+            elif not stats.watching and stats.last_error is not None:
+                state = f"watch failing: {stats.last_error}"
+            else:
+                state = "synced"
+            healthy = state == "synced"
+            age = ("no event yet" if stats.last_event_age is None
+                   else f"last event {stats.last_event_age:.1f}s ago")
+            lines.append(f"[{'+' if healthy else '-'}]informer {stats.resource}: {state}, "
+                         f"{stats.objects} objects, {stats.bytes / 2**20:.1f} MiB held "
+                         f"(+{stats.shared_bytes / 2**20:.1f} MiB shared reads), {age}")
+        for controller in self.controllers:
+            running = controller.started.is_set()
+            lines.append(f"[{'+' if running else '-'}]controller {controller.name}: "
+                         f"{'running' if running else 'not started'}, "
+                         f"{len(controller.queue)} queued, {controller.in_flight} in flight")
+        return lines
 
     def stop(self) -> None:
         """Begin a graceful shutdown (what SIGTERM does)."""
@@ -256,8 +339,8 @@ class Manager:
             if self._stop.is_set():
                 logger.info("shutdown complete")
         except BaseExceptionGroup as group:
-            for expected in (LeadershipLost, CacheSyncTimeout, EndpointsError,
-                             WebhookSetupError):
+            for expected in (LeadershipLost, CacheSyncTimeout, CacheMemoryBudgetExceeded,
+                             EndpointsError, WebhookSetupError):
                 found = _first(group, expected)
                 if found is not None:
                     raise found from None
@@ -268,8 +351,9 @@ class Manager:
     async def _run(self, tg: anyio.abc.TaskGroup,
                    task_status: anyio.abc.TaskStatus[None]) -> None:
         if self.http_addr is not None:
-            await tg.start(serve_endpoints, self.http_addr, self.registry, self.ready,
-                           self._set_port)
+            await tg.start(functools.partial(
+                serve_endpoints, self.http_addr, self.registry, self.ready, self._set_port,
+                detail=self.readiness_detail))
         tg.start_soon(self.events.run)
         if self.webhook_server is not None:  # before the caches: conversion webhooks
             await tg.start(serve_webhooks, self.client, self.webhook_server)
@@ -294,14 +378,18 @@ class Manager:
         if self.ring is not None and self._shards is not None:
             await tg.start(self.ring.run, self._shards)
         async with anyio.create_task_group() as workers:
-            for controller in self.controllers:
-                gate = self._shards.gate(controller) if self._shards is not None else None
-                await workers.start(functools.partial(controller.run, gate=gate))
+            for controller in list(self.controllers):
+                await workers.start(self._run_controller, controller)
             logger.info("started %d controller(s)", len(self.controllers))
+            self._workers = workers
+            for controller in self.controllers:  # added while the caches synced
+                if not controller.started.is_set():
+                    workers.start_soon(self._start_late, controller)
             self._started.set()
             await self._stop.wait()
             logger.info("shutting down: finishing in-flight reconciles (grace %.0fs)",
                         self.graceful_shutdown_timeout)
+            self._workers = None
             async with anyio.create_task_group() as drain:  # each bounded by the grace
                 for controller in self.controllers:
                     drain.start_soon(controller.shutdown, self.graceful_shutdown_timeout)
@@ -313,6 +401,38 @@ class Manager:
             if self.webhook_server is not None:
                 await unserve_webhooks(self.client, self.webhook_server)
         tg.cancel_scope.cancel()
+
+    async def _run_controller(self, controller: Controller, *,
+                              task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                              ) -> None:
+        gate = self._shards.gate(controller) if self._shards is not None else None
+        with anyio.CancelScope() as scope:
+            self._scopes[controller] = scope
+            try:
+                await controller.run(gate=gate, task_status=task_status)
+            finally:
+                del self._scopes[controller]
+
+    async def _start_late(self, controller: Controller) -> None:
+        """Start ``controller``, added while running, once its informers synced; one
+        refused by the cache's memory budget is logged and removed."""
+        informers = controller.watched
+        if not all(informer.has_synced for informer in informers):
+            logger.info("controller %s: starting once %s synced", controller.name,
+                        ", ".join(str(i.resource) for i in informers))
+        for informer in informers:
+            await informer.until_synced_or_stopped()
+            if informer.refusal is not None:
+                logger.error("controller %s not started: %s", controller.name,
+                             informer.refusal)
+                if controller in self.controllers:
+                    self.controllers.remove(controller)
+                controller.release_watches()
+                return
+        if controller not in self.controllers or self._workers is None:
+            return  # removed (or the manager stopped) meanwhile
+        await self._workers.start(self._run_controller, controller)
+        logger.info("started controller %s", controller.name)
 
     async def _lead(self, tg: anyio.abc.TaskGroup) -> bool:
         """Acquire the Lease and keep renewing it in ``tg``; False (``tg`` cancelled) if
@@ -387,14 +507,15 @@ class Manager:
         """Run until SIGTERM or SIGINT, then shut down gracefully; returns the exit code.
 
         0 after a clean shutdown; 1 when the Lease was lost, the caches did
-        not sync, the endpoints or webhooks could not be served (logged in one line
-        with the reason).
+        not sync (or would exceed the memory budget), the endpoints or webhooks
+        could not be served (logged in one line with the reason).
         """
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._stop_on_signal)
             try:
                 await self.run()
-            except (LeadershipLost, CacheSyncTimeout, EndpointsError, WebhookSetupError) as err:
+            except (LeadershipLost, CacheSyncTimeout, CacheMemoryBudgetExceeded, EndpointsError,
+                    WebhookSetupError) as err:
                 logger.error("exiting: %s", err)
                 return 1
             finally:

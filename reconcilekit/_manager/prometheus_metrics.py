@@ -195,11 +195,12 @@ class PrometheusReconcileMetrics:
     ``PrometheusReconcileMetrics`` with the same ``controller`` on it raises ValueError.
     """
 
-    __slots__ = ("_active", "_errors", "_max_concurrent", "_retries", "_terminal", "_time",
-                 "_timeouts", "_total", "controller")  # fmt: skip
+    __slots__ = ("_active", "_errors", "_max_concurrent", "_registry", "_retries",
+                 "_terminal", "_time", "_timeouts", "_total", "controller")  # fmt: skip
 
     def __init__(self, registry: CollectorRegistry, controller: str) -> None:
         families = _CONTROLLER_FAMILIES.claim(registry, controller)
+        self._registry = registry
         self.controller = controller
         self._total = {result: families.total.labels(controller, result) for result in RESULTS}
         self._errors = families.errors.labels(controller)
@@ -223,6 +224,11 @@ class PrometheusReconcileMetrics:
             raise ValueError(f"result must be one of {', '.join(RESULTS)}; got {result!r}")
         child.inc()
         self._time.observe(seconds)
+
+    def release(self) -> None:
+        """The controller is gone: its name may be claimed again, continuing its series."""
+        self._active.set(0)
+        _CONTROLLER_FAMILIES.release(self._registry, self.controller)
 
     def error(self) -> None:
         """A reconcile raised (retried, or terminal: see the class docstring)."""
@@ -292,10 +298,18 @@ class PrometheusCacheMetrics(Collector):
     * counters ``reconcilekit_cache_relists_total``,
       ``reconcilekit_watch_restarts_total``, ``reconcilekit_dead_watches_total``;
     * gauges ``reconcilekit_cache_objects``, ``reconcilekit_cache_bytes``
-      (the JSON the stores hold),
+      (the JSON the stores hold), ``reconcilekit_cache_shared_read_bytes``
+      (the decoded objects kept for shared reads, estimated),
       ``reconcilekit_cache_last_event_age_seconds`` (left out while an
       informer has seen nothing yet), ``reconcilekit_cache_synced`` and
-      ``reconcilekit_watch_open`` (1 or 0).
+      ``reconcilekit_watch_open`` (1 or 0), ``reconcilekit_cache_waiting``
+      (1 while the API server does not serve the resource and its informer
+      waits for it: a CRD not installed yet);
+    * with a ``budget``, the gauge ``reconcilekit_cache_memory_budget_bytes``
+      (what ``reconcilekit_cache_bytes`` may sum to before a new informer is
+      refused).
+
+    A resource's series end when its informers stop (their last user let go).
 
     Guarantees:
       * values are read when the registry is collected: exact at scrape
@@ -314,8 +328,10 @@ class PrometheusCacheMetrics(Collector):
     """
 
     def __init__(self, registry: CollectorRegistry,
-                 statistics: Callable[[], list[InformerStatistics]]) -> None:
+                 statistics: Callable[[], list[InformerStatistics]], *,
+                 budget: int | None = None) -> None:
         self._statistics = statistics
+        self._budget = budget
         registry.register(self)
 
     def describe(self) -> Iterable[Metric]:
@@ -348,6 +364,13 @@ class PrometheusCacheMetrics(Collector):
                                    labels=labels)
         open_ = GaugeMetricFamily("reconcilekit_watch_open",
                                   "1 while a watch is open, per resource", labels=labels)
+        shared = GaugeMetricFamily("reconcilekit_cache_shared_read_bytes",
+                                   "Decoded objects kept for shared reads (estimated bytes), "
+                                   "per resource", labels=labels)
+        waiting = GaugeMetricFamily("reconcilekit_cache_waiting",
+                                    "1 while the API server does not serve the resource (its "
+                                    "CRD not installed or established yet), per resource",
+                                    labels=labels)
         for resource, row in sorted(rows.items()):
             value = [resource]
             objects.add_metric(value, row.objects)
@@ -359,15 +382,21 @@ class PrometheusCacheMetrics(Collector):
                 age.add_metric(value, row.last_event_age)
             synced.add_metric(value, 1 if row.synced else 0)
             open_.add_metric(value, 1 if row.watching else 0)
-        yield from (objects, held, relists, restarts, dead, age, synced, open_)
+            shared.add_metric(value, row.shared_bytes)
+            waiting.add_metric(value, 1 if row.waiting else 0)
+        yield from (objects, held, relists, restarts, dead, age, synced, open_, shared, waiting)
+        if self._budget is not None:
+            yield GaugeMetricFamily("reconcilekit_cache_memory_budget_bytes",
+                                    "JSON bytes the cache may hold before it refuses a new "
+                                    "informer", value=self._budget)
 
     def __repr__(self) -> str:
         return f"PrometheusCacheMetrics({self._statistics!r})"
 
 
 class _Row:
-    __slots__ = ("bytes", "dead_watches", "last_event_age", "objects", "relists", "synced",
-                 "watch_restarts", "watching")  # fmt: skip
+    __slots__ = ("bytes", "dead_watches", "last_event_age", "objects", "relists",
+                 "shared_bytes", "synced", "waiting", "watch_restarts", "watching")  # fmt: skip
 
     def __init__(self, stats: InformerStatistics) -> None:
         self.objects = stats.objects
@@ -378,6 +407,8 @@ class _Row:
         self.last_event_age = stats.last_event_age
         self.synced = stats.synced
         self.watching = stats.watching
+        self.shared_bytes = stats.shared_bytes
+        self.waiting = stats.waiting_for is not None
 
     def merge(self, stats: InformerStatistics) -> None:
         self.objects = max(self.objects, stats.objects)
@@ -389,6 +420,8 @@ class _Row:
         self.last_event_age = min(ages) if ages else None
         self.synced = self.synced and stats.synced
         self.watching = self.watching and stats.watching
+        self.shared_bytes += stats.shared_bytes
+        self.waiting = self.waiting or stats.waiting_for is not None
 
 
 def _merge(statistics: Iterable[InformerStatistics]) -> dict[str, _Row]:

@@ -171,5 +171,12 @@ class PrometheusQueueMetrics(QueueMetrics):
     def on_retry(self) -> None:
         self._retries.inc()
 
+    def release(self, registry: CollectorRegistry) -> None:
+        """Its queue is gone: depth reads 0, and ``name`` may be claimed on ``registry``
+        again by the next queue of that name, continuing its series."""
+        for gauge in (self._depth, self._unfinished, self._longest):
+            gauge.set_function(lambda: 0.0)
+        _FAMILIES.release(registry, self.name)
+
     def __repr__(self) -> str:
         return f"PrometheusQueueMetrics(name={self.name!r})"
