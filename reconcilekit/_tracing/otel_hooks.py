@@ -4,7 +4,8 @@ Spans (all from the tracer ``reconcilekit`` of the provider given to
 :func:`reconcilekit.tracing.enable`, else of the global one):
 
 * ``watch event <resource> <type>`` (PRODUCER, a trace of its own): a
-  controller's handler mapping one event to the keys it queues;
+  controller's handler mapping one event to the keys it queues (an event
+  that queues none makes no span);
 * ``reconcile <controller>`` (CONSUMER, a trace of its own), linked to the
   watch events that queued the key since its last reconcile (the first
   :data:`~reconcilekit._tracing.pending_keys.MAX_LINKS`; the others counted),
@@ -29,6 +30,7 @@ computed beyond those a sampler reads at its start.
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -160,16 +162,23 @@ class OpenTelemetryHooks:
 
     def watch_event(self, controller: TracedController, resource: Resource, event: str,
                     obj: Mapping[str, Any], requests: Callable[[], Iterable[K]]) -> list[K]:
-        span = self.tracer.start_span(f"watch event {resource.group_resource} {event}",
-                                      context=_ROOT, kind=SpanKind.PRODUCER)
+        started = time.time_ns()
+        name = f"watch event {resource.group_resource} {event}"
         try:
             keys = list(requests())
         except BaseException as err:
+            span = self.tracer.start_span(name, context=_ROOT, kind=SpanKind.PRODUCER,
+                                          start_time=started)
             _failed(span, err)
             span.end()
             raise
+        if not keys:  # an event that queues nothing is no part of any reconcile's story
+            return keys
+        unique = list(dict.fromkeys(keys))  # an update maps the old and the new object
+        span = self.tracer.start_span(name, context=_ROOT, kind=SpanKind.PRODUCER,
+                                      start_time=started)
         link = span.get_span_context()
-        self.pending(controller).event(keys, link if link.is_valid else None,
+        self.pending(controller).event(unique, link if link.is_valid else None,
                                        controller.clock.monotonic())
         if span.is_recording():
             metadata = obj.get("metadata") or {}
@@ -181,8 +190,8 @@ class OpenTelemetryHooks:
                 "reconcilekit.object.uid": str(metadata.get("uid", "")),
                 "reconcilekit.object.resource_version":
                     str(metadata.get("resourceVersion", "")),
-                "reconcilekit.requests": [str(key) for key in keys[:MAX_NAMED_REQUESTS]],
-                "reconcilekit.requests.count": len(keys)}
+                "reconcilekit.requests": [str(key) for key in unique[:MAX_NAMED_REQUESTS]],
+                "reconcilekit.requests.count": len(unique)}
             if metadata.get("namespace"):
                 attributes["k8s.namespace.name"] = str(metadata["namespace"])
             span.set_attributes(attributes)

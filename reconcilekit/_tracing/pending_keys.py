@@ -57,8 +57,8 @@ class PendingKeys:
         return len(self._keys)
 
     def event(self, keys: Iterable[Hashable], link: object | None, now: float) -> None:
-        """A watch event queued ``keys`` at ``now``; ``link`` (None: nothing to link)
-        is its span context."""
+        """A watch event queued ``keys`` (each once) at ``now``; ``link`` (None:
+        nothing to link) is its span context."""
         records = self._keys
         for key in keys:
             record = records.get(key)
