@@ -61,6 +61,21 @@ def _failed(span: Span, error: BaseException) -> None:
     span.set_attribute("error.type", type(error).__qualname__)
 
 
+@contextlib.contextmanager
+def _current(span: Span, context: otel_context.Context) -> Iterator[None]:
+    """``span`` current (``context`` holds it) while the block runs, and ended after
+    it, with the exception the block raised recorded."""
+    token = otel_context.attach(context)
+    try:
+        yield
+    except BaseException as err:
+        _failed(span, err)
+        raise
+    finally:
+        otel_context.detach(token)
+        span.end()
+
+
 def _request_attributes(request: Hashable) -> dict[str, AttributeValue]:
     namespace = getattr(request, "namespace", "")
     attributes: dict[str, AttributeValue] = {"reconcilekit.request.name":
@@ -247,15 +262,8 @@ class OpenTelemetryHooks:
         context = trace.set_span_in_context(span)
         carrier = dict(headers)
         propagate.inject(carrier, context=context)
-        token = otel_context.attach(context)
-        try:
+        with _current(span, context):
             yield _ClientRequest(span, carrier)
-        except BaseException as err:
-            _failed(span, err)
-            raise
-        finally:
-            otel_context.detach(token)
-            span.end()
 
     @contextlib.contextmanager
     def server_request(self, name: str, path: str, headers: Mapping[str, str],
@@ -264,15 +272,8 @@ class OpenTelemetryHooks:
         span = self.tracer.start_span(name, context=parent, kind=SpanKind.SERVER,
                                       attributes={"http.request.method": "POST",
                                                   "url.path": path, **attributes})
-        token = otel_context.attach(trace.set_span_in_context(span))
-        try:
+        with _current(span, trace.set_span_in_context(span)):
             yield _ServerRequest(span)
-        except BaseException as err:
-            _failed(span, err)
-            raise
-        finally:
-            otel_context.detach(token)
-            span.end()
 
     def annotate(self, attributes: Mapping[str, str | int | bool]) -> None:
         span = trace.get_current_span()
