@@ -41,6 +41,15 @@ class Pending:
     links: list[object] = field(default_factory=list)
     events: int = 0
 
+    def queued(self, link: object | None, now: float, max_links: int) -> None:
+        """An event queued the key at ``now``: counted, and ``link`` kept if there
+        is room; a key scheduled for later is pending from now on."""
+        if self.since > now:
+            self.since, self.delay, self.reason = now, None, ""
+        self.events += 1
+        if link is not None and len(self.links) < max_links:
+            self.links.append(link)
+
 
 class PendingKeys:
     """The records of one controller's pending keys (module docstring)."""
@@ -65,11 +74,7 @@ class PendingKeys:
             if record is None:
                 record = records[key] = Pending(now)
                 self._bound()
-            elif record.since > now:  # scheduled for later, queued now
-                record.since, record.delay, record.reason = now, None, ""
-            record.events += 1
-            if link is not None and len(record.links) < self.max_links:
-                record.links.append(link)
+            record.queued(link, now, self.max_links)
 
     def scheduled(self, key: Hashable, now: float, delay: float, reason: str) -> None:
         """``key`` was scheduled at ``now`` to be queued after ``delay`` seconds; a key
