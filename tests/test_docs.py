@@ -130,7 +130,7 @@ def test_the_api_reference_has_a_page_per_concept_covering_every_public_name() -
     assert set(root) == set(reconcilekit.__all__), "root names without a reference page"
     assert {name: where for name, where in root.items() if len(where) > 1} == {}
     modules = {"conditions", "crd", "finalizers", "lowlevel", "metrics", "ownership", "rbac",
-               "sharding", "testing", "upsert", "webhook", "workqueue"}
+               "sharding", "testing", "tracing", "upsert", "webhook", "workqueue"}
     assert all(pages.get(module, "").strip().endswith(f"::: reconcilekit.{module}")
                for module in modules)
     nav = (DOCS.parent / "mkdocs.yml").read_text()

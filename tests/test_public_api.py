@@ -22,6 +22,7 @@ PUBLIC_MODULES = [
     "reconcilekit.rbac",
     "reconcilekit.sharding",
     "reconcilekit.testing",
+    "reconcilekit.tracing",
     "reconcilekit.upsert",
     "reconcilekit.webhook",
     "reconcilekit.workqueue",

@@ -25,6 +25,11 @@ a rotated file (:func:`reconcilekit._client.config.load_in_cluster`) also has
 its 401s handled: the file is read again and, if it now holds another token,
 the request (any verb: a 401 is answered before anything is done) is sent
 once more with it; the rejected attempt is counted as an error and a retry.
+
+With tracing on (:func:`reconcilekit.tracing.enable`), each attempt of a
+request made within a span is a child span, and its ``traceparent`` header is
+sent (kube-apiserver's own spans then join the trace); watch streams are not
+traced.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from .._foundations.errors import (
     error_from_response,
 )
 from .._foundations.logging import RepeatFilter
+from .._tracing import switch as tracing
 from .config import token_file_of
 from .retry import RetryPolicy
 
@@ -296,7 +302,11 @@ class Transport:
             error: Exception
             sent = await self._headers(content_type, accept)
             try:
-                status, raw, headers = await self._send(method, url, query, data, sent)
+                if tracing.active is None:
+                    status, raw, headers = await self._send(method, url, query, data, sent)
+                else:
+                    status, raw, headers = await self._send_traced(
+                        method, url, path, labels, query, data, sent)
             except APIConnectionError as err:
                 error = err
             else:
@@ -336,6 +346,22 @@ class Transport:
             raise wrapped from err
         finally:
             self._in_flight -= 1
+
+    async def _send_traced(self, method: str, url: str, path: str, labels: tuple[str, str],
+                           query: dict[str, str], data: bytes | None,
+                           headers: Mapping[str, str]
+                           ) -> tuple[int, bytes, Mapping[str, str]]:
+        """:meth:`_send` within a span of its own, if a span is current."""
+        hooks = tracing.active
+        if hooks is None:
+            return await self._send(method, url, query, data, headers)
+        with hooks.client_request(method, url, path.split("?", 1)[0], labels,
+                                  headers) as span:
+            if span is None:
+                return await self._send(method, url, query, data, headers)
+            answer = await self._send(method, url, query, data, span.headers)
+            span.answered(answer[0])
+            return answer
 
     async def open_stream(self, path: str, params: Params | None = None, *,
                           inactivity_timeout: float | None = 70.0, accept: str | None = None

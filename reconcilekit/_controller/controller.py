@@ -25,9 +25,12 @@ Guarantees:
     selects is running, cancelling those still running after ``grace``.
 
 The controller's own log records carry ``controller`` and ``key``; records
-that user code makes during a reconcile get them from
+made during a reconcile (the controller's and user code's) get them, and the
+reconcile's ``reconcile_id`` (a fresh UUID per reconcile), from
 :class:`reconcilekit.ReconcileContextFilter` (installed by
-:func:`reconcilekit.configure_logging`).
+:func:`reconcilekit.configure_logging`). With tracing on
+(:func:`reconcilekit.tracing.enable`), each event a handler maps and each
+reconcile is a span (see ``reconcilekit/_tracing/otel_hooks.py``).
 """
 
 from __future__ import annotations
@@ -52,8 +55,9 @@ from .._foundations.errors import (
     TooManyRequests,
     describe_error,
 )
-from .._foundations.logging import RepeatFilter, log_context
+from .._foundations.logging import RepeatFilter, log_context, new_reconcile_id
 from .._foundations.objects import Resource
+from .._tracing import switch as tracing
 from .._workqueue.queue import QueueShutDown, WorkQueue
 from .._workqueue.queue_metrics import QueueMetrics
 from .._workqueue.rate_limiters import RateLimiter
@@ -153,19 +157,26 @@ class Controller:
 
         def on_add(obj: Mapping[str, Any]) -> None:
             if all(p.create(obj) for p in preds):
+                requests = mapper(obj) if (t := tracing.active) is None else t.watch_event(
+                    self, resource, "ADDED", obj, lambda: mapper(obj))
                 if replaying or not informer.has_synced:
-                    self._backlog.extend(mapper(obj))
+                    self._backlog.extend(requests)
                     self._feed()
                 else:
-                    add(mapper(obj))
+                    add(requests)
 
         def on_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
             if all(p.update(old, new) for p in preds):
-                add([*mapper(old), *mapper(new)])
+                if (t := tracing.active) is None:
+                    add([*mapper(old), *mapper(new)])
+                else:
+                    add(t.watch_event(self, resource, "MODIFIED", new,
+                                      lambda: [*mapper(old), *mapper(new)]))
 
         def on_delete(obj: Mapping[str, Any]) -> None:
             if all(p.delete(obj) for p in preds):
-                add(mapper(obj))
+                add(mapper(obj) if (t := tracing.active) is None else t.watch_event(
+                    self, resource, "DELETED", obj, lambda: mapper(obj)))
 
         handler = EventHandler(on_add, on_update, on_delete)
         self._watches.append((use, handler))
@@ -304,10 +315,15 @@ class Controller:
             metrics.worker_started()
         outcome = "error"
         extra: dict[str, object] = {"controller": self.name, "key": str(request)}
-        with log_context(self.name, str(request)):
+        reconcile_id = new_reconcile_id()
+        trace = None if (t := tracing.active) is None else t.reconcile(self, request,
+                                                                         reconcile_id)
+        with log_context(self.name, str(request), reconcile_id=reconcile_id):
             try:
                 result = await self._call(request)
             except TerminalError as err:
+                if trace is not None:
+                    trace.terminal(err)
                 logger.error("reconcile failed permanently, not retrying: %s", err, extra=extra)
                 self._forget(request)
                 if metrics is not None:
@@ -315,6 +331,8 @@ class Controller:
                     metrics.error()
             except Exception as err:
                 delay = self.queue.add_rate_limited(request)
+                if trace is not None:
+                    trace.retry(err, delay)
                 self._log_failure(request, err, delay, extra)
                 if metrics is not None:
                     metrics.error()
@@ -324,6 +342,8 @@ class Controller:
                 if seconds is not None:
                     self.queue.add_after(request, seconds)
                     outcome = "requeue_after"
+                    if trace is not None:
+                        trace.requeue(seconds)
                 else:
                     outcome = "success"
             finally:
@@ -331,6 +351,8 @@ class Controller:
                 if metrics is not None:
                     metrics.worker_finished()
                     metrics.observe(outcome, self.clock.monotonic() - started)
+                if trace is not None:
+                    trace.end(outcome)
 
     async def _call(self, request: Request) -> Result:
         if self.reconcile_timeout is None:

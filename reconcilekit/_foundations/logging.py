@@ -1,11 +1,16 @@
 """Structured logging: every record made during a reconcile names its controller and key.
 
-The controller sets two context variables around each reconcile;
-:class:`ReconcileContextFilter` copies them onto every log record (as
-``record.controller`` and ``record.key``, empty outside a reconcile), so a
-user's own ``logging.getLogger(...).info(...)`` inside ``reconcile`` is
-attributed without passing anything around. :func:`configure_logging`
-installs the filter with a key=value or JSON formatter on the root logger.
+The controller sets three context variables around each reconcile (its
+controller, its key and a reconcile ID, a fresh random UUID per reconcile
+as controller-runtime's ``reconcileID``); :class:`ReconcileContextFilter`
+copies them onto every log record (as ``record.controller``, ``record.key``
+and ``record.reconcile_id``, empty outside a reconcile), so a user's own
+``logging.getLogger(...).info(...)`` inside ``reconcile`` is attributed
+without passing anything around. With tracing on
+(:func:`reconcilekit.tracing.enable`) it also adds ``record.trace_id`` and
+``record.span_id``, the current span's (empty when there is none, and always
+when tracing is off). :func:`configure_logging` installs the filter with a
+key=value or JSON formatter on the root logger.
 
 :class:`RepeatFilter` keeps a failure that repeats from flooding the log: the
 first occurrence of a key is logged, the same key again within ``window``
@@ -18,8 +23,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import random
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -32,31 +38,65 @@ current_controller: contextvars.ContextVar[str] = contextvars.ContextVar(
     "reconcilekit_controller", default="")
 current_key: contextvars.ContextVar[str] = contextvars.ContextVar(
     "reconcilekit_key", default="")
+current_reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "reconcilekit_reconcile_id", default="")
+
+TraceIds = Callable[[], "tuple[str, str] | None"]
+_trace_ids: TraceIds | None = None
+
+
+def set_trace_ids(source: TraceIds | None) -> None:
+    """Where :class:`ReconcileContextFilter` reads the current trace and span IDs
+    (hexadecimal, or None outside a span): tracing sets it when turned on, and None
+    when turned off (the filter then reads nothing)."""
+    global _trace_ids
+    _trace_ids = source
+
+
+_random_bits = random.getrandbits
+_UUID4_CLEAR, _UUID4_SET = 0xFFFFFFFF_FFFF_0FFF_3FFF_FFFFFFFFFFFF, 0x4000_8000_000000000000
+
+
+def new_reconcile_id() -> str:
+    """A random (version 4) UUID naming one reconcile, as controller-runtime's
+    ``reconcileID``: unique enough to find one reconcile's lines, not a secret
+    (Python's ``random``, a third of ``uuid.uuid4()``'s cost)."""
+    h = f"{_random_bits(128) & _UUID4_CLEAR | _UUID4_SET:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @contextlib.contextmanager
-def log_context(controller: str, key: str) -> Iterator[None]:
-    """Set the controller and key for log records made inside the block."""
-    tokens = current_controller.set(controller), current_key.set(key)
+def log_context(controller: str, key: str, *, reconcile_id: str = "") -> Iterator[None]:
+    """Set the controller, key and reconcile ID for log records made inside the block."""
+    tokens = (current_controller.set(controller), current_key.set(key),
+              current_reconcile_id.set(reconcile_id))
     try:
         yield
     finally:
+        current_reconcile_id.reset(tokens[2])
         current_key.reset(tokens[1])
         current_controller.reset(tokens[0])
 
 
 class ReconcileContextFilter(logging.Filter):
-    """Adds ``controller`` and ``key`` to every record (keeps values already set)."""
+    """Adds ``controller``, ``key`` and ``reconcile_id`` to every record, and
+    ``trace_id`` and ``span_id`` (empty unless tracing is on and a span is current);
+    keeps values already set."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not getattr(record, "controller", ""):
             record.controller = current_controller.get()
         if not getattr(record, "key", ""):
             record.key = current_key.get()
+        if not getattr(record, "reconcile_id", ""):
+            record.reconcile_id = current_reconcile_id.get()
+        ids = _trace_ids() if _trace_ids is not None else None
+        if not getattr(record, "trace_id", ""):
+            record.trace_id, record.span_id = ids or ("", "")
         return True
 
 
-_FIELDS = ("controller", "key", "resource")
+_FIELDS = ("controller", "key", "resource", "reconcile_id", "trace_id", "span_id")
 
 
 class _KeyValueFormatter(logging.Formatter):

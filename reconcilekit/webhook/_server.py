@@ -30,7 +30,12 @@ Guarantees:
     32 MiB gets 413, also with one line; one nested deeper than 250 levels
     gets 400 (the answer could not be written); the ``Content-Type`` is
     not checked (the body decides);
-  * a healthy server logs nothing per request (DEBUG only).
+  * a healthy server logs nothing per request (DEBUG only);
+  * with tracing on (:func:`reconcilekit.tracing.enable`), each review is a
+    server span (``validating webhook NAME``, ``mutating webhook NAME``,
+    ``conversion webhook``), a child of the ``traceparent`` the API server
+    sent if it sent one, current while the handler runs (its API requests
+    are its children).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.http_endpoints import EndpointsError
 from .._foundations.objects import Obj, Resource
+from .._tracing import switch as tracing
 from ..kinds import MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS
 from ._admission_review import (
     AdmissionDenied,
@@ -248,9 +254,14 @@ class WebhookServer:
         """Serve until cancelled; started once the port is bound (:attr:`port` is the bound one)."""
         app = web.Application(client_max_size=MAX_BODY)
         for path, hook in self.hooks.items():
-            app.router.add_post(path, self._admission_handler(hook))
+            app.router.add_post(path, _traced(f"{hook.type} webhook {hook.name}",
+                                              {"reconcilekit.webhook.name": hook.name,
+                                               "reconcilekit.webhook.type": hook.type},
+                                              self._admission_handler(hook)))
         if self.conversions:
-            app.router.add_post(CONVERT_PATH, self._convert)
+            app.router.add_post(CONVERT_PATH, _traced(
+                "conversion webhook", {"reconcilekit.webhook.type": "conversion"},
+                self._convert))
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, ssl_context=self._context,
@@ -291,6 +302,14 @@ class WebhookServer:
                                                hook.deadline(request.query.get("timeout")))
             self._observe(hook.path, "allowed" if verdict.allowed else str(verdict.code),
                           started)
+            if (t := tracing.active) is not None:
+                t.annotate({"reconcilekit.admission.uid": admission.uid,
+                            "reconcilekit.admission.operation": admission.operation,
+                            "reconcilekit.admission.kind": admission.kind.get("kind", ""),
+                            "k8s.namespace.name": admission.namespace,
+                            "reconcilekit.admission.name": admission.name,
+                            "reconcilekit.admission.allowed": verdict.allowed,
+                            "reconcilekit.admission.code": verdict.code})
             logger.debug("%s %s %s/%s: %s", hook.name, admission.operation,
                          admission.namespace, admission.name,
                          "allowed" if verdict.allowed else verdict.message)
@@ -383,6 +402,11 @@ class WebhookServer:
             failure = str(err)
             logger.warning("conversion to %s refused: %s", desired, failure)
         self._observe(CONVERT_PATH, "converted" if failure is None else "failed", started)
+        if (t := tracing.active) is not None:
+            t.annotate({"reconcilekit.conversion.uid": uid,
+                        "reconcilekit.conversion.desired_api_version": desired,
+                        "reconcilekit.conversion.objects": len(objects),
+                        "reconcilekit.conversion.converted": failure is None})
         return _json(conversion_response(uid, converted, failure))
 
     def _bad_request(self, path: str, err: Exception) -> web.Response:
@@ -416,6 +440,21 @@ class WebhookServer:
 
 class _TooLarge(Exception):
     """The body is over the server's limit (answered 413)."""
+
+
+def _traced(name: str, attributes: Mapping[str, str],
+            serve: Callable[[web.Request], Awaitable[web.Response]]
+            ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``serve``, within a server span ``name`` whenever tracing is on."""
+    async def handle(request: web.Request) -> web.Response:
+        hooks = tracing.active
+        if hooks is None:
+            return await serve(request)
+        with hooks.server_request(name, request.path, request.headers, attributes) as span:
+            response = await serve(request)
+            span.answered(response.status)
+            return response
+    return handle
 
 
 async def _read(request: web.Request) -> bytes:
