@@ -11,8 +11,9 @@ Options: ``--only NAME`` (repeatable) runs a subset; ``--quick`` passes
 ``install`` (packages downloaded into fresh venvs, a few minutes), ``scale``
 (100,000 Pods written to kube-apiserver, then informers of two libraries, the
 better part of an hour), ``failover`` (30,000 Pods, then leaders killed,
-some minutes) and ``reads`` (30,000 Pods, then two libraries' cached reads, some
-minutes) run only when named with ``--only``.
+some minutes), ``reads`` (30,000 Pods, then two libraries' cached reads, some
+minutes) and ``informer_lifecycle`` (30,000 Pods, then an informer of them started
+and stopped three times, some minutes) run only when named with ``--only``.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "performance.md"
 BENCHMARKS = ("apiserver", "cluster_in_a_box", "control_plane", "workqueue", "store", "informer",
               "kinds", "startup", "e2e")
-QUICK_CAPABLE = {"e2e", "failover", "reads", "scale"}
+QUICK_CAPABLE = {"e2e", "failover", "informer_lifecycle", "reads", "scale"}
 # Only with --only: each takes minutes or more.
-ON_REQUEST = ("install", "failover", "scale", "reads")
+ON_REQUEST = ("install", "failover", "scale", "reads", "informer_lifecycle")
 
 
 def _available() -> list[str]:
