@@ -378,12 +378,14 @@ class Manager:
         if self.ring is not None and self._shards is not None:
             await tg.start(self.ring.run, self._shards)
         async with anyio.create_task_group() as workers:
-            for controller in list(self.controllers):
+            # Those added while the caches synced may wait for informers of their own.
+            synced = [c for c in self.controllers if all(i.has_synced for i in c.watched)]
+            for controller in synced:
                 await workers.start(self._run_controller, controller)
-            logger.info("started %d controller(s)", len(self.controllers))
+            logger.info("started %d controller(s)", len(synced))
             self._workers = workers
-            for controller in self.controllers:  # added while the caches synced
-                if not controller.started.is_set():
+            for controller in self.controllers:
+                if controller not in synced:
                     workers.start_soon(self._start_late, controller)
             self._started.set()
             await self._stop.wait()
