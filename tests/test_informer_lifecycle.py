@@ -172,6 +172,28 @@ async def test_removing_a_controller_stops_the_informers_only_it_held(
     assert _warnings(caplog) == []
 
 
+async def test_a_running_controller_watches_a_kind_for_a_while(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    manager = Manager(client, namespace=ns, http_addr=None)
+    recording = Recording()
+    controller = manager.controller().named("cms").for_(CONFIG_MAPS).complete(recording)
+    async with manager:
+        controller.watch(SECRETS, lambda obj: [Request(ns, "from-a-secret")])
+        await client.create(SECRETS, {"metadata": {"name": "s"}}, ns)
+        await eventually(lambda: f"{ns}/from-a-secret" in recording.seen)
+        assert {s.resource for s in manager.cache.statistics()} == {"configmaps/v1",
+                                                                     "secrets/v1"}
+        assert controller.unwatch(SECRETS, metadata=True) == 0
+        assert controller.unwatch(SECRETS) == 1
+        assert {s.resource for s in manager.cache.statistics()} == {"configmaps/v1"}
+        recording.seen.clear()
+        await client.create(SECRETS, {"metadata": {"name": "t"}}, ns)
+        await client.create(CONFIG_MAPS, _config_map("after"), ns)  # it still reconciles
+        await eventually(lambda: f"{ns}/after" in recording.seen)
+        assert f"{ns}/from-a-secret" not in recording.seen
+
+
 async def test_the_memory_budget_refuses_a_new_informer_with_a_clear_error(
         apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
     ns = apiserver.namespace

@@ -237,6 +237,11 @@ class Informer(_PagedSink):
     def has_synced(self) -> bool:
         return self.synced.is_set()
 
+    @property
+    def metadata_only(self) -> bool:
+        """Whether it lists and watches ``PartialObjectMetadata`` (see :class:`WatchOptions`)."""
+        return self.watchers[0].options.metadata_only
+
     async def until_synced_or_stopped(self) -> None:
         """Return once the informer has synced or was closed (whichever first)."""
         if self.has_synced or self.stopped.is_set():

@@ -191,10 +191,22 @@ class Controller:
     def release_watches(self) -> None:
         """End every watch: its handler is told nothing more and its hold on the informer
         is released (the last hold stops the informer, see :meth:`Cache.acquire`)."""
-        watches, self._watches = self._watches, []
-        for use, handler in watches:
+        self._end_watches(lambda informer: True)
+
+    def unwatch(self, resource: Resource, *, metadata: bool = False) -> int:
+        """End the watches of ``resource`` (of its metadata-only informer with
+        ``metadata=True``), as :meth:`release_watches` ends all; how many ended. Keys
+        they queued already are still reconciled."""
+        return self._end_watches(lambda informer: informer.resource == resource
+                                 and informer.metadata_only == metadata)
+
+    def _end_watches(self, which: Callable[[Informer], bool]) -> int:
+        ending = [(use, handler) for use, handler in self._watches if which(use.informer)]
+        self._watches = [watch for watch in self._watches if watch not in ending]
+        for use, handler in ending:
             use.informer.remove_handler(handler)
             use.release()
+        return len(ending)
 
     def _enqueue(self, requests: Iterable[Request]) -> None:
         for request in requests:
