@@ -202,6 +202,25 @@ class _Component:
         process.wait()
 
 
+_PAUSE_TIMEOUT = 10.0  # seconds for every thread of a paused component to stop
+
+
+def _stopped(pid: int) -> bool:
+    """Whether every thread of process ``pid`` is stopped (state T), or it is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return True
+    for task in tasks:
+        try:
+            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+        except FileNotFoundError:
+            continue  # that thread ended
+        if stat[stat.rindex(")") + 2] not in "Tt":
+            return False
+    return True
+
+
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, sig)
@@ -440,8 +459,17 @@ class ControlPlane:
 
     def pause(self, name: str) -> None:
         """SIGSTOP one component: it holds its connections and answers nothing (a hung
-        etcd, a stalled server) until :meth:`resume`."""
-        _signal_group(self._component(name).process.pid, signal.SIGSTOP)
+        etcd, a stalled server) until :meth:`resume`. Returns once every thread of it has
+        stopped (a signal is delivered to each thread when the kernel next runs it, which
+        on a loaded machine may be after a request sent next was answered)."""
+        pid = self._component(name).process.pid
+        _signal_group(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + _PAUSE_TIMEOUT
+        while not _stopped(pid):
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"{name} did not stop within {_PAUSE_TIMEOUT:g}s "
+                                        "of SIGSTOP")
+            time.sleep(0.001)
 
     def resume(self, name: str) -> None:
         """SIGCONT a component :meth:`pause` stopped."""
