@@ -1,0 +1,255 @@
+"""The order a work queue hands its ready keys out in: by priority, fairly across lanes, aged."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Final, Generic, TypeVar
+
+__all__ = ["DEFAULT_AGING", "FairOrder", "LaneOf"]
+
+K = TypeVar("K", bound=Hashable)
+
+LaneOf = Callable[[K], Hashable]
+"""What a key is served fairly across (its lane): the same value for a key every time."""
+
+DEFAULT_AGING: Final = 8
+_COMPACT_MIN: Final = 64
+
+
+class _Level(Generic[K]):
+    """The ready keys of one priority: a FIFO per lane, and the lanes in the order they
+    take their turns.
+
+    ``stale`` counts, per key, the entries left behind in its lane when the key moved to
+    a higher level; they come before the key's live entry in that lane (a key's lane
+    never changes), so popping skips as many entries of the key as are stale.
+    """
+
+    __slots__ = ("lanes", "live", "priority", "served", "stale", "stale_total", "turns")
+
+    def __init__(self, priority: int, served: int) -> None:
+        self.priority = priority
+        self.lanes: dict[Hashable, deque[K]] = {}
+        self.turns: deque[Hashable] = deque()  # every lane in ``lanes``, next to serve first
+        self.stale: dict[K, int] = {}
+        self.stale_total = 0
+        self.live = 0
+        self.served = served  # the hand-out count when last served (or when made)
+
+
+def _served(level: _Level[K]) -> int:
+    return level.served
+
+
+class FairOrder(Generic[K]):
+    """The ready keys of a queue, and which one is handed out next.
+
+    The order:
+      * priority first: a key of the highest priority ready is handed out,
+        except that after ``aging`` keys in a row from the highest priority
+        while keys of a lower one wait, the next key comes from a lower
+        priority: the one served least recently (or, if never, the one that
+        has waited longest since it got keys), so each lower priority gets
+        one key within its number of such turns;
+      * within one priority, round-robin across lanes (``lane_of(key)``):
+        each lane is a FIFO, the lanes take turns, one key each, in the order
+        they got keys; a lane that runs empty leaves the rotation and joins
+        at the end when it gets a key again. A key that becomes ready in a
+        lane of its own is handed out after at most one key of each other
+        lane of its priority (no lane function: one lane, plain FIFO);
+      * :meth:`promote` moves a ready key to a higher priority, at the end
+        of its lane there.
+    So every ready key is handed out after a bounded number of others, however
+    many keys of higher priority or other lanes keep coming: none starves.
+
+    Every operation is O(1) amortized, but for the number of priorities
+    ready (a handful): the highest is found again when it empties, and an
+    aging turn looks at each once.
+
+    Invariants (whenever no method is running):
+      * ``_levels`` holds exactly the priorities with a live key; ``_top`` is
+        the highest of them (None when none is ready); ``size`` is the sum
+        of their live keys.
+      * in a level, ``turns`` lists each lane of ``lanes`` once, and each
+        lane's FIFO is non-empty; the entries of a key in its lane are its
+        stale ones first, then at most one live one; a key is live in one
+        level at most.
+      * a level's stale entries are at most ``max(_COMPACT_MIN, live)``.
+      * ``_streak`` is 0 while fewer than two priorities are ready.
+    """
+
+    __slots__ = ("_aging", "_handed", "_lane_of", "_levels", "_streak", "_top", "size")
+
+    def __init__(self, lane_of: LaneOf[K] | None = None, *, aging: int = DEFAULT_AGING) -> None:
+        self._lane_of = lane_of
+        self._aging = aging
+        self._levels: dict[int, _Level[K]] = {}
+        self._top: _Level[K] | None = None
+        self._streak = 0  # keys handed out in a row from the top while lower ones wait
+        self._handed = 0  # keys handed out, ever: the clock of ``_Level.served``
+        self.size = 0
+
+    @property
+    def lane_of(self) -> LaneOf[K] | None:
+        return self._lane_of
+
+    @lane_of.setter
+    def lane_of(self, lane_of: LaneOf[K] | None) -> None:
+        if self.size:
+            raise RuntimeError("the lane function of a queue holding ready keys cannot change")
+        self._lane_of = lane_of
+
+    def push(self, key: K, priority: int) -> None:
+        """Make ``key`` (not ready now) ready at ``priority``, last in its lane."""
+        level = self._levels.get(priority)
+        if level is None:
+            level = self._new_level(priority)
+        lane = None if self._lane_of is None else self._lane_of(key)
+        fifo = level.lanes.get(lane)
+        if fifo is None:
+            fifo = level.lanes[lane] = deque()
+            level.turns.append(lane)
+        fifo.append(key)
+        level.live += 1
+        self.size += 1
+
+    def promote(self, key: K, old: int, new: int) -> None:
+        """Move ``key``, ready at priority ``old``, to the higher priority ``new``."""
+        level = self._levels[old]
+        level.stale[key] = level.stale.get(key, 0) + 1
+        level.stale_total += 1
+        level.live -= 1
+        self.size -= 1
+        if not level.live:
+            self._drop(level)
+        elif level.stale_total > _COMPACT_MIN and level.stale_total > level.live:
+            self._compact(level)
+        self.push(key, new)
+
+    def pop(self) -> K:
+        """Take the next key (see the class docstring). There must be one."""
+        top = self._top
+        assert top is not None, "pop from an empty FairOrder"
+        level = top
+        levels = self._levels
+        if len(levels) > 1:
+            if self._streak >= self._aging:
+                level = min((lv for lv in levels.values() if lv is not top), key=_served)
+                self._streak = 0
+            else:
+                self._streak += 1
+        level.served = self._handed
+        self._handed += 1
+        turns = level.turns
+        lane = turns[0]
+        fifo = level.lanes[lane]
+        key = fifo.popleft()
+        if level.stale:
+            stale = level.stale
+            while n := stale.get(key):
+                if n == 1:
+                    del stale[key]
+                else:
+                    stale[key] = n - 1
+                level.stale_total -= 1
+                if not fifo:
+                    turns.popleft()
+                    del level.lanes[lane]
+                    lane = turns[0]
+                    fifo = level.lanes[lane]
+                key = fifo.popleft()
+        if not fifo:
+            turns.popleft()
+            del level.lanes[lane]
+        elif len(turns) > 1:
+            turns.rotate(-1)
+        level.live -= 1
+        self.size -= 1
+        if not level.live:
+            self._drop(level)
+        return key
+
+    def clear(self) -> None:
+        self._levels.clear()
+        self._top = None
+        self._streak = 0
+        self.size = 0
+
+    def entries(self) -> list[tuple[K, int]]:
+        """Every ready key with its priority, level by level (highest first), lane by lane
+        in turn order, each lane in FIFO order."""
+        out: list[tuple[K, int]] = []
+        for priority in sorted(self._levels, reverse=True):
+            level = self._levels[priority]
+            for lane in level.turns:
+                out.extend((key, priority) for key in self._live_entries(level, lane))
+        return out
+
+    def _live_entries(self, level: _Level[K], lane: Hashable) -> list[K]:
+        skip = dict(level.stale)
+        live = []
+        for key in level.lanes[lane]:
+            if skip.get(key):
+                skip[key] -= 1
+            else:
+                live.append(key)
+        return live
+
+    def _new_level(self, priority: int) -> _Level[K]:
+        level: _Level[K] = _Level(priority, self._handed)
+        self._levels[priority] = level
+        top = self._top
+        if top is None or priority > top.priority:
+            self._top = level
+        return level
+
+    def _drop(self, level: _Level[K]) -> None:
+        levels = self._levels
+        del levels[level.priority]
+        if level is self._top:
+            self._top = levels[max(levels)] if levels else None
+        if len(levels) <= 1:
+            self._streak = 0
+
+    def _compact(self, level: _Level[K]) -> None:
+        """Drop a level's stale entries (and lanes holding nothing else); the order stays."""
+        lanes: dict[Hashable, deque[K]] = {}
+        for lane in level.turns:
+            live = self._live_entries(level, lane)
+            if live:
+                lanes[lane] = deque(live)
+        level.lanes = lanes
+        level.turns = deque(lanes)
+        level.stale.clear()
+        level.stale_total = 0
+
+    def _check_invariants(self) -> None:
+        levels = self._levels
+        assert all(level.live > 0 for level in levels.values()), "an empty level is kept"
+        assert self._top is (levels[max(levels)] if levels else None), "_top is not the highest"
+        assert self.size == sum(level.live for level in levels.values()), "size"
+        assert len(levels) > 1 or self._streak == 0, "a streak with nothing lower waiting"
+        assert 0 <= self._streak <= self._aging, self._streak
+        live_keys: list[K] = []
+        for priority, level in levels.items():
+            assert level.priority == priority
+            turns = list(level.turns)
+            assert len(set(turns)) == len(turns) and set(turns) == set(level.lanes), "turns"
+            assert all(level.lanes.values()), "an empty lane is kept"
+            assert level.stale_total == sum(level.stale.values()), "stale_total"
+            assert level.stale_total <= max(_COMPACT_MIN, level.live), "stale entries pile up"
+            counts: dict[K, int] = {}
+            live_here = 0
+            for lane in level.turns:
+                for key in level.lanes[lane]:
+                    counts[key] = counts.get(key, 0) + 1
+                    if self._lane_of is not None:
+                        assert self._lane_of(key) == lane, f"{key!r} in another lane"
+                live = self._live_entries(level, lane)
+                live_here += len(live)
+                live_keys.extend(live)
+            for key, n in level.stale.items():
+                assert 0 < n <= counts.get(key, 0), f"{key!r}: {n} stale of {counts.get(key)}"
+            assert live_here == level.live, (priority, live_here, level.live)
+        assert len(set(live_keys)) == len(live_keys), "a key is ready twice"
