@@ -24,15 +24,19 @@ class _Level(Generic[K]):
     ``stale`` counts, per key, the entries left behind in its lane when the key moved to
     a higher level; they come before the key's live entry in that lane (a key's lane
     never changes), so popping skips as many entries of the key as are stale.
+    ``lane_stale`` counts them per lane: a lane left with stale entries only is dropped
+    at once, so every lane in the rotation has a live key.
     """
 
-    __slots__ = ("lanes", "live", "priority", "served", "stale", "stale_total", "turns")
+    __slots__ = ("lane_stale", "lanes", "live", "priority", "served", "stale", "stale_total",
+                 "turns")
 
     def __init__(self, priority: int, served: int) -> None:
         self.priority = priority
         self.lanes: dict[Hashable, deque[K]] = {}
         self.turns: deque[Hashable] = deque()  # every lane in ``lanes``, next to serve first
         self.stale: dict[K, int] = {}
+        self.lane_stale: dict[Hashable, int] = {}
         self.stale_total = 0
         self.live = 0
         self.served = served  # the hand-out count when last served (or when made)
@@ -76,7 +80,9 @@ class FairOrder(Generic[K]):
         stale ones first, then at most one live one; a key is live in one
         level at most.
       * a level's stale entries are at most ``max(_COMPACT_MIN, live)``.
-      * ``_streak`` is 0 while fewer than two priorities are ready.
+      * ``_streak`` counts the keys handed out in a row from the highest
+        priority while a lower one was ready (a key handed out with nothing
+        lower ready, or an aging turn, starts it over); it is at most ``aging``.
     """
 
     __slots__ = ("_aging", "_handed", "_lane_of", "_levels", "_streak", "_top", "size")
@@ -86,7 +92,7 @@ class FairOrder(Generic[K]):
         self._aging = aging
         self._levels: dict[int, _Level[K]] = {}
         self._top: _Level[K] | None = None
-        self._streak = 0  # keys handed out in a row from the top while lower ones wait
+        self._streak = 0  # keys handed out in a row from the top while lower ones were ready
         self._handed = 0  # keys handed out, ever: the clock of ``_Level.served``
         self.size = 0
 
@@ -117,14 +123,22 @@ class FairOrder(Generic[K]):
     def promote(self, key: K, old: int, new: int) -> None:
         """Move ``key``, ready at priority ``old``, to the higher priority ``new``."""
         level = self._levels[old]
-        level.stale[key] = level.stale.get(key, 0) + 1
-        level.stale_total += 1
         level.live -= 1
         self.size -= 1
         if not level.live:
             self._drop(level)
-        elif level.stale_total > _COMPACT_MIN and level.stale_total > level.live:
-            self._compact(level)
+        else:
+            lane = None if self._lane_of is None else self._lane_of(key)
+            fifo = level.lanes[lane]
+            level.stale[key] = level.stale.get(key, 0) + 1
+            level.stale_total += 1
+            level.lane_stale[lane] = level.lane_stale.get(lane, 0) + 1
+            if level.lane_stale[lane] == len(fifo):  # nothing live left: it leaves the rotation
+                level.turns.remove(lane)
+                del level.lanes[lane]
+                self._forget_lane(level, lane, fifo)
+            elif level.stale_total > _COMPACT_MIN and level.stale_total > level.live:
+                self._compact(level)
         self.push(key, new)
 
     def pop(self) -> K:
@@ -139,6 +153,8 @@ class FairOrder(Generic[K]):
                 self._streak = 0
             else:
                 self._streak += 1
+        elif self._streak:
+            self._streak = 0  # nothing lower waits
         level.served = self._handed
         self._handed += 1
         turns = level.turns
@@ -147,18 +163,20 @@ class FairOrder(Generic[K]):
         key = fifo.popleft()
         if level.stale:
             stale = level.stale
-            while n := stale.get(key):
+            while n := stale.get(key):  # the lane has a live key: it comes later
                 if n == 1:
                     del stale[key]
                 else:
                     stale[key] = n - 1
                 level.stale_total -= 1
-                if not fifo:
-                    turns.popleft()
-                    del level.lanes[lane]
-                    lane = turns[0]
-                    fifo = level.lanes[lane]
+                level.lane_stale[lane] -= 1
                 key = fifo.popleft()
+            left = level.lane_stale.get(lane)
+            if left == len(fifo):  # nothing live left: the lane leaves the rotation
+                self._forget_lane(level, lane, fifo)
+                fifo.clear()
+            elif left == 0:
+                del level.lane_stale[lane]
         if not fifo:
             turns.popleft()
             del level.lanes[lane]
@@ -209,8 +227,16 @@ class FairOrder(Generic[K]):
         del levels[level.priority]
         if level is self._top:
             self._top = levels[max(levels)] if levels else None
-        if len(levels) <= 1:
-            self._streak = 0
+
+    def _forget_lane(self, level: _Level[K], lane: Hashable, fifo: deque[K]) -> None:
+        """Forget the counts of a lane whose entries are all stale."""
+        level.stale_total -= level.lane_stale.pop(lane)
+        stale = level.stale
+        for key in fifo:
+            if stale[key] > 1:
+                stale[key] -= 1
+            else:
+                del stale[key]
 
     def _compact(self, level: _Level[K]) -> None:
         """Drop a level's stale entries (and lanes holding nothing else); the order stays."""
@@ -222,6 +248,7 @@ class FairOrder(Generic[K]):
         level.lanes = lanes
         level.turns = deque(lanes)
         level.stale.clear()
+        level.lane_stale.clear()
         level.stale_total = 0
 
     def _check_invariants(self) -> None:
@@ -229,7 +256,6 @@ class FairOrder(Generic[K]):
         assert all(level.live > 0 for level in levels.values()), "an empty level is kept"
         assert self._top is (levels[max(levels)] if levels else None), "_top is not the highest"
         assert self.size == sum(level.live for level in levels.values()), "size"
-        assert len(levels) > 1 or self._streak == 0, "a streak with nothing lower waiting"
         assert 0 <= self._streak <= self._aging, self._streak
         live_keys: list[K] = []
         for priority, level in levels.items():
@@ -238,6 +264,8 @@ class FairOrder(Generic[K]):
             assert len(set(turns)) == len(turns) and set(turns) == set(level.lanes), "turns"
             assert all(level.lanes.values()), "an empty lane is kept"
             assert level.stale_total == sum(level.stale.values()), "stale_total"
+            assert level.stale_total == sum(level.lane_stale.values()), "lane_stale"
+            assert all(level.lane_stale.values()), "a zero count in lane_stale"
             assert level.stale_total <= max(_COMPACT_MIN, level.live), "stale entries pile up"
             counts: dict[K, int] = {}
             live_here = 0
@@ -247,6 +275,8 @@ class FairOrder(Generic[K]):
                     if self._lane_of is not None:
                         assert self._lane_of(key) == lane, f"{key!r} in another lane"
                 live = self._live_entries(level, lane)
+                assert live, f"lane {lane!r} has no live key"
+                assert len(level.lanes[lane]) - len(live) == level.lane_stale.get(lane, 0)
                 live_here += len(live)
                 live_keys.extend(live)
             for key, n in level.stale.items():
