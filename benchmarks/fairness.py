@@ -13,9 +13,10 @@ Two measurements, each subject in the same run:
   10,000 keys queued at ``LOW_PRIORITY`` (an initial list) and the change in
   the same namespace at 0, on the default queue.
 * throughput of the plain case: one namespace, no priorities, add→get→done
-  in batches of 1,024 ``Request`` keys, with no await in the work (the
-  queue's own cost) and with one await per key (one event-loop round trip,
-  as any reconcile makes). Subjects: the fair queue, the same with
+  of ``Request`` keys, with no await in the work (the queue's own cost,
+  batches of 1,024 added then handed out) and with one await per key (one
+  event-loop round trip, as any reconcile makes: ``benchmarks.workqueue``'s
+  cycles, one consumer). Subjects: the fair queue, the same with
   ``fairness=None``, and the queue as it was before priorities and fairness
   (``PreviousWorkQueue`` below, a frozen copy of its hot path), interleaved
   run by run; best of the runs, and the ratio to the previous queue.
@@ -42,6 +43,8 @@ from reconcilekit import Request, SystemClock
 from reconcilekit._workqueue.delay_heap import DelayHeap
 from reconcilekit._workqueue.parking import ParkingLot
 from reconcilekit.workqueue import LOW_PRIORITY, QueueShutDown, WorkQueue
+
+from .workqueue import cycles
 
 K = TypeVar("K", bound=Hashable)
 BACKLOG: Final = 10_000
@@ -188,7 +191,6 @@ async def plain_cycles(make: Callable[[], Queue], ops: int, await_in_work: bool)
     """Seconds for ``ops`` add→get→done cycles of distinct keys in one namespace."""
     queue = make()
     keys = [Request("default", f"k{i}") for i in range(ops)]
-    checkpoint = anyio.lowlevel.checkpoint
     began = time.perf_counter()
     if not await_in_work:
         add, get, done = queue.add, queue.get_nowait, queue.done
@@ -199,29 +201,7 @@ async def plain_cycles(make: Callable[[], Queue], ops: int, await_in_work: bool)
             for _ in batch:
                 done(get())
         return time.perf_counter() - began
-    finished = 0
-
-    async def consume() -> None:
-        nonlocal finished
-        get, done = queue.get, queue.done
-        try:
-            while True:
-                key = await get()
-                await checkpoint()
-                done(key)
-                finished += 1
-        except QueueShutDown:
-            pass
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(consume)
-        for start in range(0, ops, BATCH):
-            for key in keys[start:start + BATCH]:
-                queue.add(key)
-            while finished < min(start + BATCH, ops):
-                await checkpoint()
-        queue.shutdown()
-    return time.perf_counter() - began
+    return await cycles(1, await_in_work=True, make=make, keys=keys)(ops)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-import anyio
 import pytest
+from test_workqueue import drain
 
 from reconcilekit.testing import FakeClock
-from reconcilekit.workqueue import (
-    LOW_PRIORITY,
-    ItemExponentialFailureRateLimiter,
-    QueueShutDown,
-    WorkQueue,
-)
+from reconcilekit.workqueue import LOW_PRIORITY, ItemExponentialFailureRateLimiter, WorkQueue
 
 
 def lane(key: str) -> str:
     """Keys are "lane/name"."""
     return key.split("/")[0]
-
-
-def drain(queue: WorkQueue[str]) -> list[str]:
-    keys = []
-    while True:
-        try:
-            key = queue.get_nowait()
-        except (anyio.WouldBlock, QueueShutDown):
-            return keys
-        queue._check_invariants()
-        keys.append(key)
-        queue.done(key)
-        queue._check_invariants()
 
 
 async def test_higher_priorities_are_served_first_fifo_within_one() -> None:
