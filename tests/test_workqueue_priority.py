@@ -141,11 +141,11 @@ async def test_without_fairness_keys_are_first_come_first_served() -> None:
 
 async def test_fairness_changes_only_while_no_key_is_ready() -> None:
     queue: WorkQueue[str] = WorkQueue()
-    queue.fairness = lane
+    queue.set_fairness(lane)
     assert queue.fairness is lane
     queue.add("a/0")
     with pytest.raises(RuntimeError, match="cannot change"):
-        queue.fairness = None
+        queue.set_fairness(None)
     with pytest.raises(TypeError, match="fairness must be a function"):
         WorkQueue(fairness="namespace")  # type: ignore[arg-type]
 

@@ -170,7 +170,7 @@ class ControllerBuilder:
         controller = self._manager.new_controller(name, reconciler, primary=primary,
                                                   **self._options)
         if self._fairness is not _UNSET:
-            controller.queue.fairness = self._fairness  # before any watch queues a key
+            controller.queue.set_fairness(self._fairness)  # before any watch queues a key
         controller.watch(primary, enqueue_object,
                          predicates=(*self._global, *self._for.predicates))
         for watch in self._watches:

@@ -41,6 +41,94 @@ class _Level(Generic[K]):
         self.live = 0
         self.served = served  # the hand-out count when last served (or when made)
 
+    def push(self, key: K, lane: Hashable) -> None:
+        fifo = self.lanes.get(lane)
+        if fifo is None:
+            fifo = self.lanes[lane] = deque()
+            self.turns.append(lane)
+        fifo.append(key)
+        self.live += 1
+
+    def pop(self, handed: int) -> K:
+        """The next key: the first live one of the lane whose turn it is."""
+        self.served = handed
+        turns = self.turns
+        lane = turns[0]
+        fifo = self.lanes[lane]
+        key = fifo.popleft()
+        if self.stale:
+            stale = self.stale
+            while n := stale.get(key):  # the lane has a live key: it comes later
+                if n == 1:
+                    del stale[key]
+                else:
+                    stale[key] = n - 1
+                self.stale_total -= 1
+                self.lane_stale[lane] -= 1
+                key = fifo.popleft()
+            left = self.lane_stale.get(lane)
+            if left == len(fifo):  # nothing live left: the lane leaves the rotation
+                self._forget_lane(lane, fifo)
+                fifo.clear()
+            elif left == 0:
+                del self.lane_stale[lane]
+        if not fifo:
+            turns.popleft()
+            del self.lanes[lane]
+        elif len(turns) > 1:
+            turns.rotate(-1)
+        self.live -= 1
+        return key
+
+    def retire(self, key: K, lane: Hashable) -> None:
+        """``key``, live here, moved to another level: its entry here is stale."""
+        self.live -= 1
+        if not self.live:
+            return  # the level is dropped whole
+        fifo = self.lanes[lane]
+        self.stale[key] = self.stale.get(key, 0) + 1
+        self.stale_total += 1
+        self.lane_stale[lane] = self.lane_stale.get(lane, 0) + 1
+        if self.lane_stale[lane] == len(fifo):  # nothing live left: it leaves the rotation
+            self.turns.remove(lane)
+            del self.lanes[lane]
+            self._forget_lane(lane, fifo)
+        elif self.stale_total > _COMPACT_MIN and self.stale_total > self.live:
+            self._compact()
+
+    def live_entries(self, lane: Hashable) -> list[K]:
+        skip = dict(self.stale)
+        live = []
+        for key in self.lanes[lane]:
+            if skip.get(key):
+                skip[key] -= 1
+            else:
+                live.append(key)
+        return live
+
+    def _forget_lane(self, lane: Hashable, fifo: deque[K]) -> None:
+        """Forget the counts of a lane whose entries are all stale."""
+        self.stale_total -= self.lane_stale.pop(lane)
+        stale = self.stale
+        for key in fifo:
+            if stale[key] > 1:
+                stale[key] -= 1
+            else:
+                del stale[key]
+
+    def _compact(self) -> None:
+        """Drop the stale entries (and lanes holding nothing else); the order stays."""
+        lanes: dict[Hashable, deque[K]] = {}
+        for lane in self.turns:
+            live = self.live_entries(lane)
+            if live:
+                lanes[lane] = deque(live)
+        self.lanes = lanes
+        self.turns = deque(lanes)
+        self.stale.clear()
+        self.lane_stale.clear()
+        self.stale_total = 0
+
 
 def _served(level: _Level[K]) -> int:
     return level.served
@@ -100,8 +188,8 @@ class FairOrder(Generic[K]):
     def lane_of(self) -> LaneOf[K] | None:
         return self._lane_of
 
-    @lane_of.setter
-    def lane_of(self, lane_of: LaneOf[K] | None) -> None:
+    def set_lane_of(self, lane_of: LaneOf[K] | None) -> None:
+        """Serve across ``lane_of`` from now on; only while no key is ready."""
         if self.size:
             raise RuntimeError("the lane function of a queue holding ready keys cannot change")
         self._lane_of = lane_of
@@ -111,34 +199,16 @@ class FairOrder(Generic[K]):
         level = self._levels.get(priority)
         if level is None:
             level = self._new_level(priority)
-        lane = None if self._lane_of is None else self._lane_of(key)
-        fifo = level.lanes.get(lane)
-        if fifo is None:
-            fifo = level.lanes[lane] = deque()
-            level.turns.append(lane)
-        fifo.append(key)
-        level.live += 1
+        level.push(key, None if self._lane_of is None else self._lane_of(key))
         self.size += 1
 
     def promote(self, key: K, old: int, new: int) -> None:
         """Move ``key``, ready at priority ``old``, to the higher priority ``new``."""
         level = self._levels[old]
-        level.live -= 1
+        level.retire(key, None if self._lane_of is None else self._lane_of(key))
         self.size -= 1
         if not level.live:
             self._drop(level)
-        else:
-            lane = None if self._lane_of is None else self._lane_of(key)
-            fifo = level.lanes[lane]
-            level.stale[key] = level.stale.get(key, 0) + 1
-            level.stale_total += 1
-            level.lane_stale[lane] = level.lane_stale.get(lane, 0) + 1
-            if level.lane_stale[lane] == len(fifo):  # nothing live left: it leaves the rotation
-                level.turns.remove(lane)
-                del level.lanes[lane]
-                self._forget_lane(level, lane, fifo)
-            elif level.stale_total > _COMPACT_MIN and level.stale_total > level.live:
-                self._compact(level)
         self.push(key, new)
 
     def pop(self) -> K:
@@ -155,34 +225,8 @@ class FairOrder(Generic[K]):
                 self._streak += 1
         elif self._streak:
             self._streak = 0  # nothing lower waits
-        level.served = self._handed
+        key = level.pop(self._handed)
         self._handed += 1
-        turns = level.turns
-        lane = turns[0]
-        fifo = level.lanes[lane]
-        key = fifo.popleft()
-        if level.stale:
-            stale = level.stale
-            while n := stale.get(key):  # the lane has a live key: it comes later
-                if n == 1:
-                    del stale[key]
-                else:
-                    stale[key] = n - 1
-                level.stale_total -= 1
-                level.lane_stale[lane] -= 1
-                key = fifo.popleft()
-            left = level.lane_stale.get(lane)
-            if left == len(fifo):  # nothing live left: the lane leaves the rotation
-                self._forget_lane(level, lane, fifo)
-                fifo.clear()
-            elif left == 0:
-                del level.lane_stale[lane]
-        if not fifo:
-            turns.popleft()
-            del level.lanes[lane]
-        elif len(turns) > 1:
-            turns.rotate(-1)
-        level.live -= 1
         self.size -= 1
         if not level.live:
             self._drop(level)
@@ -201,18 +245,8 @@ class FairOrder(Generic[K]):
         for priority in sorted(self._levels, reverse=True):
             level = self._levels[priority]
             for lane in level.turns:
-                out.extend((key, priority) for key in self._live_entries(level, lane))
+                out.extend((key, priority) for key in level.live_entries(lane))
         return out
-
-    def _live_entries(self, level: _Level[K], lane: Hashable) -> list[K]:
-        skip = dict(level.stale)
-        live = []
-        for key in level.lanes[lane]:
-            if skip.get(key):
-                skip[key] -= 1
-            else:
-                live.append(key)
-        return live
 
     def _new_level(self, priority: int) -> _Level[K]:
         level: _Level[K] = _Level(priority, self._handed)
@@ -227,29 +261,6 @@ class FairOrder(Generic[K]):
         del levels[level.priority]
         if level is self._top:
             self._top = levels[max(levels)] if levels else None
-
-    def _forget_lane(self, level: _Level[K], lane: Hashable, fifo: deque[K]) -> None:
-        """Forget the counts of a lane whose entries are all stale."""
-        level.stale_total -= level.lane_stale.pop(lane)
-        stale = level.stale
-        for key in fifo:
-            if stale[key] > 1:
-                stale[key] -= 1
-            else:
-                del stale[key]
-
-    def _compact(self, level: _Level[K]) -> None:
-        """Drop a level's stale entries (and lanes holding nothing else); the order stays."""
-        lanes: dict[Hashable, deque[K]] = {}
-        for lane in level.turns:
-            live = self._live_entries(level, lane)
-            if live:
-                lanes[lane] = deque(live)
-        level.lanes = lanes
-        level.turns = deque(lanes)
-        level.stale.clear()
-        level.lane_stale.clear()
-        level.stale_total = 0
 
     def _check_invariants(self) -> None:
         levels = self._levels
@@ -274,7 +285,7 @@ class FairOrder(Generic[K]):
                     counts[key] = counts.get(key, 0) + 1
                     if self._lane_of is not None:
                         assert self._lane_of(key) == lane, f"{key!r} in another lane"
-                live = self._live_entries(level, lane)
+                live = level.live_entries(lane)
                 assert live, f"lane {lane!r} has no live key"
                 assert len(level.lanes[lane]) - len(live) == level.lane_stale.get(lane, 0)
                 live_here += len(live)

@@ -186,18 +186,16 @@ class WorkQueue(Generic[K]):
 
     @property
     def fairness(self) -> LaneOf[K] | None:
-        """What keys of one priority are served fairly across; None: FIFO.
-
-        Settable while no key is ready (RuntimeError otherwise), as a builder
-        does before the controller's watches start.
-        """
+        """What keys of one priority are served fairly across; None: FIFO."""
         return self._ready.lane_of
 
-    @fairness.setter
-    def fairness(self, fairness: LaneOf[K] | None) -> None:
+    def set_fairness(self, fairness: LaneOf[K] | None) -> None:
+        """Serve keys of one priority fairly across ``fairness(key)`` from now on (None:
+        FIFO). Only while no key is ready (RuntimeError otherwise), as a builder does
+        before the controller's watches start."""
         if fairness is not None and not callable(fairness):
             raise TypeError(f"fairness must be a function of a key or None, not {fairness!r}")
-        self._ready.lane_of = fairness
+        self._ready.set_lane_of(fairness)
 
     # -- adding ---------------------------------------------------------------
 
