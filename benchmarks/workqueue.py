@@ -22,8 +22,9 @@ import os
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from importlib.metadata import version
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -43,9 +44,14 @@ def _queue(metrics: bool) -> WorkQueue[int]:
     return WorkQueue(name="bench")
 
 
-def cycles(consumers: int, *, await_in_work: bool, metrics: bool = False) -> Scenario:
+def cycles(consumers: int, *, await_in_work: bool, metrics: bool = False,
+           make: Callable[[], Any] | None = None,
+           keys: Sequence[Hashable] | None = None) -> Scenario:
+    """``make``: the queue (None: a WorkQueue); ``keys``: the keys to add, ``keys[i]``
+    for the i-th (None: the ints)."""
+
     async def run(ops: int) -> float:
-        queue = _queue(metrics)
+        queue = _queue(metrics) if make is None else make()
         checkpoint = anyio.lowlevel.checkpoint
         finished = 0
         refill = anyio.Event()  # set each time consumers finish a batch
@@ -75,7 +81,7 @@ def cycles(consumers: int, *, await_in_work: bool, metrics: bool = False) -> Sce
             while added < ops:
                 while added < ops and added - finished < 2 * BATCH:
                     for key in range(added, min(added + BATCH, ops)):
-                        add(key)
+                        add(key if keys is None else keys[key])
                     added = min(added + BATCH, ops)
                 await refill.wait()
                 refill = anyio.Event()

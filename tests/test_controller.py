@@ -1,10 +1,12 @@
-"""Controller on its own (no builder, no manager): workers, retries, requeues, predicates."""
+"""Controller on its own (no builder, no manager): workers, retries, requeues, predicates,
+priorities and fairness across namespaces."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,6 +20,8 @@ from reconcilekit import (
     Client,
     Conflict,
     Controller,
+    ControllerBuilder,
+    NotFound,
     Reconciler,
     Request,
     Result,
@@ -28,9 +32,9 @@ from reconcilekit import (
     label_selector_predicate,
     labels_changed,
 )
-from reconcilekit.kinds import CONFIG_MAPS
+from reconcilekit.kinds import CONFIG_MAPS, NAMESPACES
 from reconcilekit.testing import Cluster, FakeClock, eventually
-from reconcilekit.workqueue import ItemExponentialFailureRateLimiter
+from reconcilekit.workqueue import LOW_PRIORITY, ItemExponentialFailureRateLimiter
 
 
 def cm(name: str, **data: str) -> dict[str, Any]:
@@ -344,8 +348,8 @@ def test_controller_options_are_checked(client: Client) -> None:
 
 async def test_the_initial_list_does_not_starve_new_events(apiserver: Cluster,
                                                            client: Client) -> None:
-    """Without the backlog the new key would be reconciled last, after all 150
-    initial keys (checked by feeding the backlog straight into the queue)."""
+    """In one namespace, by priority alone: queued at priority 0 the initial list would
+    put the new key last, after all 150 of its keys."""
     ns = apiserver.namespace
     for i in range(150):
         await client.create(CONFIG_MAPS, cm(f"old-{i:03d}"), ns)
@@ -366,3 +370,181 @@ async def test_the_initial_list_does_not_starve_new_events(apiserver: Cluster,
         position = reconciler.order.index("new")
         await eventually(lambda: len(reconciler.calls) >= 151, within=30)  # (+ kube-root-ca.crt)
     assert position < 40, f"the new key waited behind {position} initial keys"
+
+
+@pytest.fixture
+async def other_namespace(apiserver: Cluster, client: Client) -> AsyncIterator[str]:
+    """A second namespace of the test's own."""
+    name = f"{apiserver.namespace}-b"
+    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": name}})
+    yield name
+    with contextlib.suppress(NotFound):
+        await client.delete(NAMESPACES, name)
+
+
+class Gated(Recording):
+    """Records calls; the first reconcile of ``hold`` (None: the first of all) waits until
+    ``release`` is set."""
+
+    def __init__(self, hold: str | None = None) -> None:
+        super().__init__()
+        self.hold = hold
+        self.holding = anyio.Event()
+        self.release = anyio.Event()
+
+    async def reconcile(self, request: Request) -> Result:
+        if self.hold in (None, request.name) and not self.holding.is_set():
+            self.holding.set()
+            await self.release.wait()
+        return await super().reconcile(request)
+
+
+async def create_many(client: Client, namespace: str, names: list[str]) -> None:
+    async def create(batch: list[str]) -> None:
+        for name in batch:
+            await client.create(CONFIG_MAPS, cm(name), namespace)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(create, names[i::8])
+
+
+def pending(controller: Controller) -> dict[Request, int]:
+    """The keys ready in the controller's queue, with their priorities."""
+    return dict(controller.queue._ready.entries())
+
+
+async def test_initial_list_and_resync_keys_are_low_priority_new_events_normal(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    await client.create(CONFIG_MAPS, cm("listed"), ns)
+    cache = Cache(client, namespace=ns)
+    controller = Controller("priorities", Recording(), cache)
+    controller.watch(CONFIG_MAPS, enqueue_object)
+    async with anyio.create_task_group() as tg:  # the cache runs; no worker takes keys
+        await tg.start(cache.run)
+        await cache.wait_for_sync(10)
+        assert pending(controller)[Request(ns, "listed")] == LOW_PRIORITY
+        assert set(pending(controller).values()) == {LOW_PRIORITY}
+        await client.create(CONFIG_MAPS, cm("created"), ns)
+        await eventually(lambda: Request(ns, "created") in pending(controller))
+        assert pending(controller)[Request(ns, "created")] == 0
+        while len(controller.queue):
+            controller.queue.done(controller.queue.get_nowait())
+        cache.informer_for(CONFIG_MAPS).resync()  # updates with equal resourceVersions
+        assert pending(controller)[Request(ns, "listed")] == LOW_PRIORITY
+        assert pending(controller)[Request(ns, "created")] == LOW_PRIORITY
+        await client.patch(CONFIG_MAPS, "listed", {"data": {"v": "2"}}, ns)
+        await eventually(lambda: pending(controller)[Request(ns, "listed")] == 0)  # moved up
+        while len(controller.queue):
+            controller.queue.done(controller.queue.get_nowait())
+        controller.watch(CONFIG_MAPS, enqueue_object)  # a handler added late replays the store
+        assert pending(controller)[Request(ns, "listed")] == LOW_PRIORITY
+        assert set(pending(controller).values()) == {LOW_PRIORITY}
+        tg.cancel_scope.cancel()
+
+
+async def test_a_new_event_in_another_namespace_goes_ahead_of_a_1000_key_initial_list(
+        apiserver: Cluster, client: Client, other_namespace: str) -> None:
+    """Low priority alone puts it ahead; fairness across namespaces would too."""
+    ns = apiserver.namespace
+    await create_many(client, ns, [f"old-{i:04d}" for i in range(1000)])
+    reconciler = Gated()
+    cache = Cache(client, default_namespaces=[ns, other_namespace])
+    controller = Controller("backlog", reconciler, cache)
+    controller.watch(CONFIG_MAPS, enqueue_object)
+    async with running(cache, controller):
+        await eventually(reconciler.holding.is_set)
+        assert len(controller.queue) >= 1000  # listed before the sync, less the one held
+        await client.create(CONFIG_MAPS, cm("new"), other_namespace)
+        await eventually(lambda: Request(other_namespace, "new") in controller.queue._dirty)
+        reconciler.release.set()
+        await eventually(lambda: "new" in reconciler.calls)
+        position = reconciler.order.index("new")  # the key held is first
+    assert position <= 2, f"the new key waited behind {position - 1} keys of the initial list"
+
+
+@pytest.mark.parametrize("fairness", ["namespace", None])
+async def test_keys_of_one_priority_are_served_across_namespaces_in_turn(
+        apiserver: Cluster, client: Client, other_namespace: str, fairness: str | None) -> None:
+    """30 keys of ordinary events queued in one namespace delay a key of another by at
+    most one; first come, first served (``fairness=None``) it waits behind all 30."""
+    ns = apiserver.namespace
+    reconciler = Gated("hold")
+    cache = Cache(client, default_namespaces=[ns, other_namespace])
+    by: Callable[[Request], Hashable] | None = (lambda r: r.namespace) if fairness else None
+    controller = Controller("turns", reconciler, cache, fairness=by)
+    controller.watch(CONFIG_MAPS, enqueue_object)
+    async with running(cache, controller):
+        await eventually(lambda: len(controller.queue) == 0 and controller.in_flight == 0)
+        await client.create(CONFIG_MAPS, cm("hold"), ns)
+        await eventually(reconciler.holding.is_set)
+        busy = [f"busy-{i:02d}" for i in range(30)]
+        await create_many(client, ns, busy)
+        await eventually(lambda: len(controller.queue) == 30)
+        await client.create(CONFIG_MAPS, cm("new"), other_namespace)
+        await eventually(lambda: len(controller.queue) == 31)
+        assert set(pending(controller).values()) == {0}
+        reconciler.release.set()
+        await eventually(lambda: all(reconciler.calls[n] == 1 for n in [*busy, "new"]))
+    after_hold = reconciler.order[reconciler.order.index("hold") + 1:]
+    assert after_hold.index("new") == (1 if fairness else 30), after_hold
+
+
+async def test_result_priority_is_the_requeue_priority_else_the_key_s_own(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    for name in ("urgent", "listed", "failing"):
+        await client.create(CONFIG_MAPS, cm(name), ns)
+    clock = FakeClock()  # requeues and retries wait on it: never reached
+
+    def behaviour(request: Request, n: int) -> Any:
+        if request.name == "urgent":
+            return Result.requeue_after(5, priority=7)
+        if request.name == "listed":
+            return Result.requeue_after(5)
+        if request.name == "failing":
+            return RuntimeError("boom")
+        return None
+
+    reconciler = Recording(behaviour)
+    cache = Cache(client, namespace=ns, clock=clock)
+    controller = Controller("requeues", reconciler, cache, clock=clock)
+    controller.watch(CONFIG_MAPS, enqueue_object)
+    async with running(cache, controller):
+        await eventually(lambda: controller.queue.statistics().waiting == 3)
+        delays = controller.queue._delays
+        assert delays.priority(Request(ns, "urgent")) == 7
+        assert delays.priority(Request(ns, "listed")) == LOW_PRIORITY  # as it was listed
+        assert delays.priority(Request(ns, "failing")) == LOW_PRIORITY  # the retry too
+
+
+async def test_the_builder_passes_fairness_to_the_controller_s_queue(client: Client) -> None:
+    cache = Cache(client)
+
+    class Host:
+        @property
+        def cache(self) -> Cache:
+            return cache
+
+        def new_controller(self, name: str, reconciler: Reconciler, **options: Any
+                           ) -> Controller:
+            return Controller(name, reconciler, cache, **options)
+
+    default = ControllerBuilder(Host()).for_(CONFIG_MAPS).complete(Recording())
+    assert default.queue.fairness is not None
+    assert default.queue.fairness(Request("team-a", "x")) == "team-a"
+    fifo = ControllerBuilder(Host()).for_(CONFIG_MAPS).with_options(fairness=None)
+    assert fifo.complete(Recording()).queue.fairness is None
+    with pytest.raises(TypeError, match="fairness must be a function"):
+        ControllerBuilder(Host()).with_options(fairness="namespace")  # type: ignore[arg-type]
+
+
+def test_a_result_priority_needs_a_requeue_and_is_an_int() -> None:
+    assert Result.requeue_after(5, priority=3).priority == 3
+    assert Result.requeue_after(5).priority is None
+    with pytest.raises(ValueError, match="priority of its requeue"):
+        Result(priority=3)
+    with pytest.raises(TypeError, match="priority is an int"):
+        Result.requeue_after(5, priority=1.5)  # type: ignore[arg-type]

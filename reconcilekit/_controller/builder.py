@@ -15,8 +15,9 @@ before it creates the controller.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Protocol, overload
+from typing import Any, Final, Protocol, overload
 
 from .._cache.cache import Cache
 from .._cache.scope import CacheScope
@@ -44,6 +45,9 @@ class ControllerHost(Protocol):
                        reconcile_timeout: float | None = None) -> Controller: ...
 
 
+_UNSET: Final[Any] = object()
+
+
 @dataclass(frozen=True, slots=True)
 class _Watch:
     resource: Resource
@@ -63,6 +67,7 @@ class ControllerBuilder:
         self._watches: list[_Watch] = []
         self._global: list[Predicate] = []
         self._options: dict[str, Any] = {}
+        self._fairness: Callable[[Request], Hashable] | None = _UNSET
 
     def named(self, name: str) -> ControllerBuilder:
         """The controller's name in logs and metrics (default: the ``for_`` kind, lowercased)."""
@@ -132,13 +137,22 @@ class ControllerBuilder:
 
     def with_options(self, *, max_concurrent_reconciles: int | None = None,
                      rate_limiter: RateLimiter[Request] | None = None,
-                     reconcile_timeout: float | None = None) -> ControllerBuilder:
-        """Options of the :class:`Controller` constructor."""
+                     reconcile_timeout: float | None = None,
+                     fairness: Callable[[Request], Hashable] | None = _UNSET
+                     ) -> ControllerBuilder:
+        """Options of the :class:`Controller` constructor. ``fairness``: what the
+        work queue serves keys of one priority fairly across (not given: the
+        namespace; None: first come, first served)."""
         for key, value in (("max_concurrent_reconciles", max_concurrent_reconciles),
                            ("rate_limiter", rate_limiter),
                            ("reconcile_timeout", reconcile_timeout)):
             if value is not None:
                 self._options[key] = value
+        if fairness is not _UNSET:
+            if fairness is not None and not callable(fairness):
+                raise TypeError(f"fairness must be a function of a Request or None, "
+                                f"not {fairness!r}")
+            self._fairness = fairness
         return self
 
     def complete(self, reconciler: Reconciler) -> Controller:
@@ -155,6 +169,8 @@ class ControllerBuilder:
         name = self._name or primary.kind.lower()
         controller = self._manager.new_controller(name, reconciler, primary=primary,
                                                   **self._options)
+        if self._fairness is not _UNSET:
+            controller.queue.set_fairness(self._fairness)  # before any watch queues a key
         controller.watch(primary, enqueue_object,
                          predicates=(*self._global, *self._for.predicates))
         for watch in self._watches:

@@ -9,11 +9,19 @@ Guarantees:
     ``Result.requeue_after``) resets the key's backoff; ``TerminalError`` is
     logged and not retried; no exception ever ends a worker;
   * the initial list does not starve new events: keys of objects listed
-    before the informer synced (or replayed to a handler added late) wait in
-    a backlog that feeds the queue only while it holds fewer than
-    ``2 * max_concurrent_reconciles`` keys, so a new event waits behind at
-    most that many of them; against starvation the other way, one backlog
-    key is fed after every that-many reconciles however busy the queue is;
+    before the informer synced (or replayed to a handler added late), of
+    resyncs (an update whose old and new resourceVersion are equal) and of
+    a shard just taken are queued at ``LOW_PRIORITY``, other events' at 0,
+    so a new event waits behind at most one of them (the work queue's
+    aging turn); against starvation the other way, one low-priority key is
+    handed out after every few (the queue's ``aging``) of higher priority
+    however busy the queue is;
+  * keys of one priority are served fairly across ``fairness(request)``
+    (the namespace by default): many keys queued in one namespace delay a
+    key of another by at most one key per other busy namespace;
+  * a retry after an exception goes in at the priority the key was handed
+    out at; a requeue (``Result.requeue_after``) at the Result's
+    ``priority``, or else at that one too;
   * an optional per-reconcile deadline cancels a reconcile that takes too
     long, which then counts as a failure and is retried;
   * ``shutdown(grace)`` stops intake and lets in-flight reconciles finish
@@ -37,8 +45,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 import anyio
@@ -58,7 +65,7 @@ from .._foundations.errors import (
 from .._foundations.logging import RepeatFilter, log_context, new_reconcile_id
 from .._foundations.objects import Resource
 from .._tracing import switch as tracing
-from .._workqueue.queue import QueueShutDown, WorkQueue
+from .._workqueue.queue import LOW_PRIORITY, QueueShutDown, WorkQueue
 from .._workqueue.queue_metrics import QueueMetrics
 from .._workqueue.rate_limiters import RateLimiter
 from .mappers import Mapper
@@ -84,6 +91,15 @@ class ReconcileMetrics(Protocol):
     def observe_retries(self, n: int) -> None: ...
 
 
+def _namespace(request: Request) -> Hashable:
+    return request.namespace
+
+
+def _resource_version(obj: Mapping[str, Any]) -> object:
+    metadata = obj.get("metadata")
+    return metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+
+
 class Controller:
     """Reconciles the keys its watches produce. Stands alone; the builder is sugar over it."""
 
@@ -93,7 +109,8 @@ class Controller:
                  rate_limiter: RateLimiter[Request] | None = None,
                  reconcile_timeout: float | None = None, clock: Clock = _SYSTEM_CLOCK,
                  metrics: ReconcileMetrics | None = None,
-                 queue_metrics: QueueMetrics | None = None) -> None:
+                 queue_metrics: QueueMetrics | None = None,
+                 fairness: Callable[[Request], Hashable] | None = _namespace) -> None:
         """A controller ``name`` (non-empty: it labels logs and metrics) that reconciles
         with ``reconciler`` the keys its watches of ``cache`` produce.
 
@@ -105,7 +122,9 @@ class Controller:
         limiter); a reconcile is cancelled after ``reconcile_timeout``
         seconds (> 0; None: never). ``clock`` times retries and drains;
         ``metrics`` and ``queue_metrics`` are told what happens (None:
-        nothing is).
+        nothing is). ``fairness(request)``: what the keys of one priority are
+        served fairly (round-robin) across; the default is the request's
+        namespace; None: first come, first served.
         """
         if not name:
             raise ValueError("a controller needs a name (it labels its logs and metrics)")
@@ -122,7 +141,8 @@ class Controller:
         self.clock = clock
         self.metrics = metrics
         self.queue: WorkQueue[Request] = WorkQueue(name=name, rate_limiter=rate_limiter,
-                                                    clock=clock, metrics=queue_metrics)
+                                                    clock=clock, metrics=queue_metrics,
+                                                    fairness=fairness)
         self._in_flight = 0
         self.primary = primary
         self._running: dict[Request, anyio.CancelScope] = {}
@@ -132,9 +152,6 @@ class Controller:
         self._stopped = anyio.Event()
         self._watches: list[tuple[InformerUse, EventHandler]] = []
         self.started = anyio.Event()  # set once its workers run
-        self._backlog: deque[Request] = deque()
-        self._window = 2 * max_concurrent_reconciles
-        self._since_feed = 0
         if metrics is not None:
             metrics.set_max_concurrent(max_concurrent_reconciles)
 
@@ -146,6 +163,9 @@ class Controller:
 
         Update events enqueue what both the old and the new object map to, so
         an object that stops pointing at a key still gets that key reconciled.
+        Adds before the informer synced (the initial list), adds replayed to
+        this handler from the store, and resyncs (an update whose old and new
+        resourceVersion are equal) enqueue at ``LOW_PRIORITY``; the rest at 0.
         The watch holds the cache's informer of ``resource`` (see
         :meth:`Cache.acquire`) until :meth:`release_watches`.
         """
@@ -159,19 +179,18 @@ class Controller:
             if all(p.create(obj) for p in preds):
                 requests = mapper(obj) if (t := tracing.active) is None else t.watch_event(
                     self, resource, "ADDED", obj, lambda: mapper(obj))
-                if replaying or not informer.has_synced:
-                    self._backlog.extend(requests)
-                    self._feed()
-                else:
-                    add(requests)
+                initial = replaying or not informer.has_synced
+                add(requests, LOW_PRIORITY if initial else 0)
 
         def on_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
             if all(p.update(old, new) for p in preds):
+                resync = _resource_version(old) == _resource_version(new)
+                priority = LOW_PRIORITY if resync else 0
                 if (t := tracing.active) is None:
-                    add([*mapper(old), *mapper(new)])
+                    add([*mapper(old), *mapper(new)], priority)
                 else:
                     add(t.watch_event(self, resource, "MODIFIED", new,
-                                      lambda: [*mapper(old), *mapper(new)]))
+                                      lambda: [*mapper(old), *mapper(new)]), priority)
 
         def on_delete(obj: Mapping[str, Any]) -> None:
             if all(p.delete(obj) for p in preds):
@@ -208,19 +227,10 @@ class Controller:
             use.release()
         return len(ending)
 
-    def _enqueue(self, requests: Iterable[Request]) -> None:
+    def _enqueue(self, requests: Iterable[Request], priority: int = 0) -> None:
+        add = self.queue.add
         for request in requests:
-            self.queue.add(request)
-
-    def _feed(self) -> None:
-        """Move backlog keys into the queue while it is short (or one, by aging)."""
-        backlog, queue = self._backlog, self.queue
-        while backlog and (len(queue) < self._window or self._since_feed >= self._window):
-            if queue.shutting_down:
-                backlog.clear()
-                return
-            queue.add(backlog.popleft())
-            self._since_feed = 0
+            add(request, priority)
 
     # -- running --------------------------------------------------------------------------
 
@@ -288,19 +298,20 @@ class Controller:
 
     def enqueue_matching(self, which: Callable[[Request], bool]) -> int:
         """Queue every cached object of the ``primary`` resource whose key ``which``
-        selects (a shard this replica just took); how many."""
+        selects (a shard this replica just took), at ``LOW_PRIORITY`` as an
+        initial list is; how many."""
         if self.primary is None:
             return 0
         store = self.cache.informer_for(self.primary).store
         requests = [r for r in (Request(key.namespace, key.name) for key in store)
                     if which(r)]
-        self._enqueue(requests)
+        self._enqueue(requests, LOW_PRIORITY)
         return len(requests)
 
     async def _worker(self, gate: Callable[[Request], bool] | None) -> None:
         while True:
             try:
-                request = await self.queue.get()
+                request, priority = await self.queue.get_with_priority()
             except QueueShutDown:
                 return
             if gate is not None and not gate(request):
@@ -310,16 +321,14 @@ class Controller:
             try:
                 with anyio.CancelScope() as scope:
                     self._running[request] = scope
-                    await self._reconcile(request)
+                    await self._reconcile(request, priority)
             finally:
                 self._running.pop(request, None)
                 self._finished.set()
                 self._finished = anyio.Event()
                 self.queue.done(request)
-                self._since_feed += 1
-                self._feed()
 
-    async def _reconcile(self, request: Request) -> None:
+    async def _reconcile(self, request: Request, priority: int) -> None:
         metrics = self.metrics
         started = self.clock.monotonic()
         self._in_flight += 1
@@ -342,7 +351,7 @@ class Controller:
                     metrics.terminal_error()
                     metrics.error()
             except Exception as err:
-                delay = self.queue.add_rate_limited(request)
+                delay = self.queue.add_rate_limited(request, priority)
                 if trace is not None:
                     trace.retry(err, delay)
                 self._log_failure(request, err, delay, extra)
@@ -352,7 +361,8 @@ class Controller:
                 seconds = result.requeue_after_seconds
                 self._forget(request)
                 if seconds is not None:
-                    self.queue.add_after(request, seconds)
+                    self.queue.add_after(request, seconds,
+                                         priority if result.priority is None else result.priority)
                     outcome = "requeue_after"
                     if trace is not None:
                         trace.requeue(seconds)

@@ -38,9 +38,26 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """How a reconcile ended. Build it with :meth:`done` or :meth:`requeue_after`."""
+    """How a reconcile ended. Build it with :meth:`done` or :meth:`requeue_after`.
+
+    ``priority``: the priority the requeue goes into the work queue at
+    (higher is served first; see :class:`~reconcilekit.workqueue.WorkQueue`);
+    None: the priority the key was handed out at, as for a retry after an
+    exception (0 for keys of ordinary events,
+    :data:`~reconcilekit.workqueue.LOW_PRIORITY` for keys of an initial list
+    or a resync). It needs a requeue: ``Result(priority=...)`` alone is refused.
+    """
 
     requeue_after_seconds: float | None = None
+    priority: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority is not None:
+            if type(self.priority) is not int:
+                raise TypeError(f"a Result's priority is an int, not {self.priority!r}")
+            if self.requeue_after_seconds is None:
+                raise ValueError("a Result's priority is the priority of its requeue: "
+                                 "use Result.requeue_after(seconds, priority=...)")
 
     @classmethod
     def done(cls) -> Result:
@@ -48,11 +65,12 @@ class Result:
         return _DONE
 
     @classmethod
-    def requeue_after(cls, seconds: float) -> Result:
-        """Reconciled for now; reconcile the same key again after ``seconds``."""
+    def requeue_after(cls, seconds: float, *, priority: int | None = None) -> Result:
+        """Reconciled for now; reconcile the same key again after ``seconds``, at
+        ``priority`` (None: the priority it was handed out at)."""
         if not (isinstance(seconds, int | float) and math.isfinite(seconds) and seconds > 0):
             raise ValueError(f"requeue_after needs a finite number of seconds > 0, got {seconds!r}")
-        return cls(float(seconds))
+        return cls(float(seconds), priority)
 
 
 _DONE: Result = Result()
@@ -78,10 +96,12 @@ class Reconciler(abc.ABC):
             cache) and act on it, never on what changed. Being called again
             for the same state must be harmless (idempotent).
           * return :meth:`Result.done` when there is nothing more to do, or
-            :meth:`Result.requeue_after` to look again after a delay;
+            :meth:`Result.requeue_after` to look again after a delay (at the
+            priority the key was handed out at, or the one given);
           * raise any exception to be retried with per-key exponential
-            backoff under the controller's overall rate limit; the error is
-            logged with the key;
+            backoff under the controller's overall rate limit, at the
+            priority the key was handed out at; the error is logged with the
+            key;
           * raise :class:`TerminalError` when retrying cannot help: it is
             logged and counted, and the key is not retried;
           * one key is never reconciled by two workers at once; a change that
