@@ -42,7 +42,9 @@ class ControllerHost(Protocol):
                        primary: Resource | None = None,
                        max_concurrent_reconciles: int = 1,
                        rate_limiter: RateLimiter[Request] | None = None,
-                       reconcile_timeout: float | None = None) -> Controller: ...
+                       reconcile_timeout: float | None = None,
+                       fairness: Callable[[Request], Hashable] | None = ...
+                       ) -> Controller: ...
 
 
 _UNSET: Final[Any] = object()
@@ -167,10 +169,11 @@ class ControllerBuilder:
         for watch in (self._for, *self._watches):
             self._manager.cache.require_scope(watch.resource, watch.scope)
         name = self._name or primary.kind.lower()
-        controller = self._manager.new_controller(name, reconciler, primary=primary,
-                                                  **self._options)
+        options = dict(self._options)
         if self._fairness is not _UNSET:
-            controller.queue.set_fairness(self._fairness)  # before any watch queues a key
+            options["fairness"] = self._fairness
+        controller = self._manager.new_controller(name, reconciler, primary=primary,
+                                                  **options)
         controller.watch(primary, enqueue_object,
                          predicates=(*self._global, *self._for.predicates))
         for watch in self._watches:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._foundations.objects import ObjectKey, object_key
@@ -22,6 +22,14 @@ class Request:
 
     namespace: str
     name: str
+    # Computed once: a key is hashed several times on its way through a work queue.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def for_object(cls, obj: Mapping[str, Any]) -> Request:

@@ -44,7 +44,7 @@ import logging
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -91,6 +91,7 @@ __all__ = ["Manager"]
 
 logger = logging.getLogger("reconcilekit.manager")
 _SYSTEM_CLOCK: Final = SystemClock()
+_DEFAULT_FAIRNESS: Final[Any] = object()  # new_controller's fairness left out
 RELEASE_TIMEOUT: Final = 5.0
 """Seconds a stopping manager gives, after its reconciles, to flushing its events,
 releasing its Lease and removing its webhook configurations."""
@@ -203,9 +204,12 @@ class Manager:
                        primary: Resource | None = None,
                        max_concurrent_reconciles: int = 1,
                        rate_limiter: RateLimiter[Request] | None = None,
-                       reconcile_timeout: float | None = None) -> Controller:
+                       reconcile_timeout: float | None = None,
+                       fairness: Callable[[Request], Hashable] | None = _DEFAULT_FAIRNESS
+                       ) -> Controller:
         """Create a controller wired to this manager's cache and metrics, and add it
-        (``primary`` and the options as :class:`Controller`'s)."""
+        (``primary`` and the options as :class:`Controller`'s; ``fairness`` left out:
+        the controller's default, the request's namespace)."""
         if any(c.name == name for c in self.controllers):
             raise ValueError(f"a controller named {name!r} already exists in this manager")
         metrics = PrometheusReconcileMetrics(self.registry, name)
@@ -214,7 +218,8 @@ class Manager:
             name, reconciler, self.cache, primary=primary,
             max_concurrent_reconciles=max_concurrent_reconciles,
             rate_limiter=rate_limiter, reconcile_timeout=reconcile_timeout, clock=self.clock,
-            metrics=metrics, queue_metrics=queue_metrics)
+            metrics=metrics, queue_metrics=queue_metrics,
+            **({} if fairness is _DEFAULT_FAIRNESS else {"fairness": fairness}))
         self._metrics[controller] = (metrics, queue_metrics)
         self.add(controller)
         return controller
