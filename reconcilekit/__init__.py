@@ -39,6 +39,7 @@ from ._client.transport import RequestRecord as RequestRecord
 from ._client.writes import WriteRecord as WriteRecord
 from ._controller.builder import ControllerBuilder as ControllerBuilder
 from ._controller.controller import Controller as Controller
+from ._controller.fairness import fairness_by_object as fairness_by_object
 from ._controller.mappers import Mapper as Mapper
 from ._controller.mappers import enqueue_object as enqueue_object
 from ._controller.mappers import enqueue_owner as enqueue_owner
@@ -171,6 +172,7 @@ __all__ = [
     "describe_error",
     "enqueue_object",
     "enqueue_owner",
+    "fairness_by_object",
     "generation_changed",
     "label_selector_predicate",
     "labels_changed",

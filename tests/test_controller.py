@@ -28,6 +28,7 @@ from reconcilekit import (
     SelectorError,
     TerminalError,
     enqueue_object,
+    fairness_by_object,
     generation_changed,
     label_selector_predicate,
     labels_changed,
@@ -490,6 +491,66 @@ async def test_keys_of_one_priority_are_served_across_namespaces_in_turn(
         await eventually(lambda: all(reconciler.calls[n] == 1 for n in [*busy, "new"]))
     after_hold = reconciler.order[reconciler.order.index("hold") + 1:]
     assert after_hold.index("new") == (1 if fairness else 30), after_hold
+
+
+def tenant_of(obj: Any) -> Hashable:
+    tenant = (obj["metadata"].get("labels") or {}).get("tenant", "")
+    if tenant == "broken":
+        raise KeyError("no such tenant")
+    return str(tenant)
+
+
+@pytest.mark.parametrize("by_tenant", [True, False])
+async def test_keys_are_served_across_a_function_of_the_object_in_turn(
+        apiserver: Cluster, client: Client, by_tenant: bool,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """fairness_by_object(label): 30 keys of tenant a in one namespace delay the key of
+    tenant b by at most one; across namespaces (the default) it waits behind all 30. A
+    lane that cannot be read is logged once and its key served anyway."""
+    ns = apiserver.namespace
+    reconciler = Gated("hold")
+    cache = Cache(client, namespace=ns)
+    controller = Controller("tenants", reconciler, cache, primary=CONFIG_MAPS,
+                            **({"fairness": fairness_by_object(tenant_of)} if by_tenant
+                               else {}))
+    controller.watch(CONFIG_MAPS, enqueue_object)
+
+    def labelled(name: str, tenant: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "labels": {"tenant": tenant}}}
+
+    async with running(cache, controller):
+        await eventually(lambda: len(controller.queue) == 0 and controller.in_flight == 0)
+        await client.create(CONFIG_MAPS, labelled("hold", "a"), ns)
+        await eventually(reconciler.holding.is_set)
+        busy = [f"busy-{i:02d}" for i in range(30)]
+        for name in busy:
+            await client.create(CONFIG_MAPS, labelled(name, "a"), ns)
+        for name in ("broken-1", "broken-2"):
+            await client.create(CONFIG_MAPS, labelled(name, "broken"), ns)
+        await eventually(lambda: len(controller.queue) == 32)
+        await client.create(CONFIG_MAPS, labelled("new", "b"), ns)
+        await eventually(lambda: len(controller.queue) == 33)
+        reconciler.release.set()
+        await eventually(lambda: all(reconciler.calls[n] == 1
+                                     for n in [*busy, "broken-1", "broken-2", "new"]))
+    after_hold = reconciler.order[reconciler.order.index("hold") + 1:]
+    assert after_hold.index("new") == (2 if by_tenant else 32), after_hold
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    if by_tenant:  # the two broken keys went in the default lane, one line for both
+        assert [r.getMessage() for r in errors] == [
+            f"fairness_by_object: the lane of {ns}/broken-1 could not be read, served in "
+            "the default lane: 'no such tenant'"]
+        assert errors[0].exc_info is not None  # the function's bug, with its traceback
+    else:
+        assert errors == []
+
+
+def test_fairness_by_object_needs_a_primary_resource(client: Client) -> None:
+    with pytest.raises(ValueError, match="fairness_by_object needs the controller's primary"):
+        Controller("no-primary", Recording(), Cache(client),
+                   fairness=fairness_by_object(tenant_of))
+    with pytest.raises(TypeError, match="fairness_by_object takes a function"):
+        fairness_by_object("tenant")  # type: ignore[arg-type]
 
 
 async def test_result_priority_is_the_requeue_priority_else_the_key_s_own(

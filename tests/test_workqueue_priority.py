@@ -115,6 +115,25 @@ async def test_keys_of_one_priority_take_turns_across_lanes() -> None:
                             "busy/3", "busy/4"]
 
 
+async def test_a_ready_key_keeps_the_lane_it_became_ready_in() -> None:
+    """A lane function may read state that changes (a label of the object a key names):
+    a ready key stays in its lane, moved up or not, until it is handed out."""
+    lanes = {"k1": "a", "k2": "a", "k3": "b"}
+    queue: WorkQueue[str] = WorkQueue(fairness=lambda key: lanes.get(key, "other"),
+                                      aging=100)
+    for key in ("k1", "k2", "k3"):
+        queue.add(key, LOW_PRIORITY)
+    lanes.update(k1="b", k2="c", k3="a")  # the labels change while the keys are ready
+    queue.add("k2", 0)  # moves up in lane a, where it became ready
+    queue.add("x", 0)  # lane "other"
+    queue._check_invariants()
+    assert queue.get_nowait() == "k2"
+    queue.done("k2")
+    queue.add("k2", 0)  # ready again: its lane is read again, c now
+    queue._check_invariants()
+    assert drain(queue) == ["x", "k2", "k1", "k3"]
+
+
 async def test_a_key_of_a_new_lane_waits_behind_one_key_per_busy_lane() -> None:
     queue: WorkQueue[str] = WorkQueue(fairness=lane)
     for i in range(10_000):

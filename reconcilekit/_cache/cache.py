@@ -282,6 +282,11 @@ class Cache:
             self._pinned.add(key)
         return informer
 
+    def existing_informer(self, resource: Resource, *, metadata: bool = False
+                          ) -> Informer | None:
+        """The informer of ``resource`` if the cache has one now; creates none."""
+        return self._informers.get(_InformerKey(resource, metadata))
+
     def acquire(self, resource: Resource, *, metadata: bool = False) -> InformerUse:
         """A hold on the shared informer of ``resource`` (as :meth:`informer_for` makes it);
         when every hold is released (and nothing made it without one), it stops.

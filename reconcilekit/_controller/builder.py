@@ -15,7 +15,6 @@ before it creates the controller.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, overload
 
@@ -24,6 +23,7 @@ from .._cache.scope import CacheScope
 from .._foundations.objects import ObjT, Resource, TypedResource
 from .._workqueue.rate_limiters import RateLimiter
 from .controller import Controller
+from .fairness import Fairness, ObjectFairness
 from .mappers import Mapper, enqueue_object, enqueue_owner
 from .predicates import Predicate
 from .reconciler import Reconciler, Request
@@ -43,8 +43,7 @@ class ControllerHost(Protocol):
                        max_concurrent_reconciles: int = 1,
                        rate_limiter: RateLimiter[Request] | None = None,
                        reconcile_timeout: float | None = None,
-                       fairness: Callable[[Request], Hashable] | None = ...
-                       ) -> Controller: ...
+                       fairness: Fairness = ...) -> Controller: ...
 
 
 _UNSET: Final[Any] = object()
@@ -69,7 +68,7 @@ class ControllerBuilder:
         self._watches: list[_Watch] = []
         self._global: list[Predicate] = []
         self._options: dict[str, Any] = {}
-        self._fairness: Callable[[Request], Hashable] | None = _UNSET
+        self._fairness: Fairness = _UNSET
 
     def named(self, name: str) -> ControllerBuilder:
         """The controller's name in logs and metrics (default: the ``for_`` kind, lowercased)."""
@@ -140,20 +139,21 @@ class ControllerBuilder:
     def with_options(self, *, max_concurrent_reconciles: int | None = None,
                      rate_limiter: RateLimiter[Request] | None = None,
                      reconcile_timeout: float | None = None,
-                     fairness: Callable[[Request], Hashable] | None = _UNSET
-                     ) -> ControllerBuilder:
+                     fairness: Fairness = _UNSET) -> ControllerBuilder:
         """Options of the :class:`Controller` constructor. ``fairness``: what the
         work queue serves keys of one priority fairly across (not given: the
-        namespace; None: first come, first served)."""
+        namespace; a function of the Request; :func:`fairness_by_object` of a
+        function of the object; None: first come, first served)."""
         for key, value in (("max_concurrent_reconciles", max_concurrent_reconciles),
                            ("rate_limiter", rate_limiter),
                            ("reconcile_timeout", reconcile_timeout)):
             if value is not None:
                 self._options[key] = value
         if fairness is not _UNSET:
-            if fairness is not None and not callable(fairness):
-                raise TypeError(f"fairness must be a function of a Request or None, "
-                                f"not {fairness!r}")
+            if fairness is not None and not callable(fairness) and not isinstance(
+                    fairness, ObjectFairness):
+                raise TypeError(f"fairness must be a function of a Request, "
+                                f"fairness_by_object(...) or None, not {fairness!r}")
             self._fairness = fairness
         return self
 

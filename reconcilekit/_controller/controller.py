@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 import anyio
@@ -68,6 +68,7 @@ from .._tracing import switch as tracing
 from .._workqueue.queue import LOW_PRIORITY, QueueShutDown, WorkQueue
 from .._workqueue.queue_metrics import QueueMetrics
 from .._workqueue.rate_limiters import RateLimiter
+from .fairness import Fairness, by_namespace, lane_function
 from .mappers import Mapper
 from .predicates import Predicate
 from .reconciler import Reconciler, Request, Result, TerminalError
@@ -91,10 +92,6 @@ class ReconcileMetrics(Protocol):
     def observe_retries(self, n: int) -> None: ...
 
 
-def _namespace(request: Request) -> Hashable:
-    return request.namespace
-
-
 def _resource_version(obj: Mapping[str, Any]) -> object:
     metadata = obj.get("metadata")
     return metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
@@ -110,7 +107,7 @@ class Controller:
                  reconcile_timeout: float | None = None, clock: Clock = _SYSTEM_CLOCK,
                  metrics: ReconcileMetrics | None = None,
                  queue_metrics: QueueMetrics | None = None,
-                 fairness: Callable[[Request], Hashable] | None = _namespace) -> None:
+                 fairness: Fairness = by_namespace) -> None:
         """A controller ``name`` (non-empty: it labels logs and metrics) that reconciles
         with ``reconciler`` the keys its watches of ``cache`` produce.
 
@@ -124,7 +121,8 @@ class Controller:
         ``metrics`` and ``queue_metrics`` are told what happens (None:
         nothing is). ``fairness(request)``: what the keys of one priority are
         served fairly (round-robin) across; the default is the request's
-        namespace; None: first come, first served.
+        namespace; :func:`fairness_by_object` reads it from the object (of
+        ``primary``); None: first come, first served.
         """
         if not name:
             raise ValueError("a controller needs a name (it labels its logs and metrics)")
@@ -140,9 +138,9 @@ class Controller:
         self.reconcile_timeout = reconcile_timeout
         self.clock = clock
         self.metrics = metrics
-        self.queue: WorkQueue[Request] = WorkQueue(name=name, rate_limiter=rate_limiter,
-                                                    clock=clock, metrics=queue_metrics,
-                                                    fairness=fairness)
+        self.queue: WorkQueue[Request] = WorkQueue(
+            name=name, rate_limiter=rate_limiter, clock=clock, metrics=queue_metrics,
+            fairness=lane_function(fairness, cache, primary, name, clock))
         self._in_flight = 0
         self.primary = primary
         self._running: dict[Request, anyio.CancelScope] = {}

@@ -44,7 +44,7 @@ import logging
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -58,6 +58,7 @@ from .._cache.store import DEFAULT_SHARED_READ_MEMORY
 from .._client.client import Client
 from .._controller.builder import ControllerBuilder
 from .._controller.controller import Controller
+from .._controller.fairness import Fairness
 from .._controller.reconciler import Reconciler, Request
 from .._coordination.leader_election import LeaderElection, LeaderElector, LeadershipLost
 from .._coordination.shard_ring import ShardRing
@@ -205,8 +206,7 @@ class Manager:
                        max_concurrent_reconciles: int = 1,
                        rate_limiter: RateLimiter[Request] | None = None,
                        reconcile_timeout: float | None = None,
-                       fairness: Callable[[Request], Hashable] | None = _DEFAULT_FAIRNESS
-                       ) -> Controller:
+                       fairness: Fairness = _DEFAULT_FAIRNESS) -> Controller:
         """Create a controller wired to this manager's cache and metrics, and add it
         (``primary`` and the options as :class:`Controller`'s; ``fairness`` left out:
         the controller's default, the request's namespace)."""

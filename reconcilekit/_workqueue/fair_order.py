@@ -152,6 +152,9 @@ class FairOrder(Generic[K]):
         lane of its priority (no lane function: one lane, plain FIFO);
       * :meth:`promote` moves a ready key to a higher priority, at the end
         of its lane there.
+    A key's lane is ``lane_of(key)`` when it becomes ready, kept until it is
+    handed out: a lane function may read state that changes (a label of the
+    object the key names) without moving a ready key between lanes.
     So every ready key is handed out after a bounded number of others, however
     many keys of higher priority or other lanes keep coming: none starves.
 
@@ -160,6 +163,8 @@ class FairOrder(Generic[K]):
     aging turn looks at each once.
 
     Invariants (whenever no method is running):
+      * with a lane function, ``_lane`` maps exactly the live keys to their
+        lanes (without one it is empty);
       * ``_levels`` holds exactly the priorities with a live key; ``_top`` is
         the highest of them (None when none is ready); ``size`` is the sum
         of their live keys.
@@ -173,7 +178,8 @@ class FairOrder(Generic[K]):
         lower ready, or an aging turn, starts it over); it is at most ``aging``.
     """
 
-    __slots__ = ("_aging", "_handed", "_lane_of", "_levels", "_streak", "_top", "size")
+    __slots__ = ("_aging", "_handed", "_lane", "_lane_of", "_levels", "_streak", "_top",
+                 "size")
 
     def __init__(self, lane_of: LaneOf[K] | None = None, *, aging: int = DEFAULT_AGING) -> None:
         self._lane_of = lane_of
@@ -182,6 +188,7 @@ class FairOrder(Generic[K]):
         self._top: _Level[K] | None = None
         self._streak = 0  # keys handed out in a row from the top while lower ones were ready
         self._handed = 0  # keys handed out, ever: the clock of ``_Level.served``
+        self._lane: dict[K, Hashable] = {}  # with a lane function: each live key's lane
         self.size = 0
 
     @property
@@ -199,17 +206,27 @@ class FairOrder(Generic[K]):
         level = self._levels.get(priority)
         if level is None:
             level = self._new_level(priority)
-        level.push(key, None if self._lane_of is None else self._lane_of(key))
+        lane_of = self._lane_of
+        if lane_of is None:
+            level.push(key, None)
+        else:
+            lane = self._lane[key] = lane_of(key)
+            level.push(key, lane)
         self.size += 1
 
     def promote(self, key: K, old: int, new: int) -> None:
         """Move ``key``, ready at priority ``old``, to the higher priority ``new``."""
         level = self._levels[old]
-        level.retire(key, None if self._lane_of is None else self._lane_of(key))
+        lane = self._lane.pop(key, None)
+        level.retire(key, lane)
         self.size -= 1
         if not level.live:
             self._drop(level)
-        self.push(key, new)
+        new_level = self._levels.get(new) or self._new_level(new)
+        if self._lane_of is not None:
+            self._lane[key] = lane
+        new_level.push(key, lane)  # in the lane it became ready in
+        self.size += 1
 
     def pop(self) -> K:
         """Take the next key (see the class docstring). There must be one."""
@@ -226,6 +243,8 @@ class FairOrder(Generic[K]):
         elif self._streak:
             self._streak = 0  # nothing lower waits
         key = level.pop(self._handed)
+        if self._lane_of is not None:
+            del self._lane[key]
         self._handed += 1
         self.size -= 1
         if not level.live:
@@ -234,6 +253,7 @@ class FairOrder(Generic[K]):
 
     def clear(self) -> None:
         self._levels.clear()
+        self._lane.clear()
         self._top = None
         self._streak = 0
         self.size = 0
@@ -283,9 +303,9 @@ class FairOrder(Generic[K]):
             for lane in level.turns:
                 for key in level.lanes[lane]:
                     counts[key] = counts.get(key, 0) + 1
-                    if self._lane_of is not None:
-                        assert self._lane_of(key) == lane, f"{key!r} in another lane"
                 live = level.live_entries(lane)
+                if self._lane_of is not None:
+                    assert all(self._lane[key] == lane for key in live), "in another lane"
                 assert live, f"lane {lane!r} has no live key"
                 assert len(level.lanes[lane]) - len(live) == level.lane_stale.get(lane, 0)
                 live_here += len(live)
@@ -294,3 +314,5 @@ class FairOrder(Generic[K]):
                 assert 0 < n <= counts.get(key, 0), f"{key!r}: {n} stale of {counts.get(key)}"
             assert live_here == level.live, (priority, live_here, level.live)
         assert len(set(live_keys)) == len(live_keys), "a key is ready twice"
+        assert set(self._lane) == (set(live_keys) if self._lane_of is not None else set()), (
+            "_lane is not the live keys")
