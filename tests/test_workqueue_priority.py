@@ -116,11 +116,12 @@ async def test_keys_of_one_priority_take_turns_across_lanes() -> None:
 
 
 async def test_a_ready_key_keeps_the_lane_it_became_ready_in() -> None:
-    """A lane function may read state that changes (a label of the object a key names):
-    a ready key stays in its lane, moved up or not, until it is handed out."""
+    """A lane function may read state that changes (a label of the object a key names),
+    with lanes_change: a ready key stays in its lane, moved up or not, until it is
+    handed out."""
     lanes = {"k1": "a", "k2": "a", "k3": "b"}
     queue: WorkQueue[str] = WorkQueue(fairness=lambda key: lanes.get(key, "other"),
-                                      aging=100)
+                                      aging=100, lanes_change=True)
     for key in ("k1", "k2", "k3"):
         queue.add(key, LOW_PRIORITY)
     lanes.update(k1="b", k2="c", k3="a")  # the labels change while the keys are ready

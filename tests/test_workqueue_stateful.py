@@ -430,9 +430,12 @@ class FairOrderMachine(RuleBasedStateMachine):
     a flood of higher-priority keys lets every key already ready out within ``(AGING + 1)``
     pops per key."""
 
+    lanes_change = False
+
     def __init__(self) -> None:
         super().__init__()
-        self.order: FairOrder[str] = FairOrder(lane_of, aging=AGING)
+        self.order: FairOrder[str] = FairOrder(lane_of, aging=AGING,
+                                               lanes_change=self.lanes_change)
         self.model = ReferenceOrder(AGING)
         self.ready: dict[str, int] = {}
         self.floods = 0
@@ -483,3 +486,13 @@ FairOrderMachine.TestCase.settings = settings(
     max_examples=300, stateful_step_count=60, deadline=None
 )
 TestFairOrderMachine = FairOrderMachine.TestCase
+
+
+class KeptLanesMachine(FairOrderMachine):
+    """The same, with each ready key's lane kept (``lanes_change``): the same order."""
+
+    lanes_change = True
+
+
+KeptLanesMachine.TestCase.settings = FairOrderMachine.TestCase.settings
+TestKeptLanesMachine = KeptLanesMachine.TestCase

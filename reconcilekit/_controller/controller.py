@@ -68,7 +68,7 @@ from .._tracing import switch as tracing
 from .._workqueue.queue import LOW_PRIORITY, QueueShutDown, WorkQueue
 from .._workqueue.queue_metrics import QueueMetrics
 from .._workqueue.rate_limiters import RateLimiter
-from .fairness import Fairness, by_namespace, lane_function
+from .fairness import Fairness, ObjectFairness, by_namespace, lane_function
 from .mappers import Mapper
 from .predicates import Predicate
 from .reconciler import Reconciler, Request, Result, TerminalError
@@ -140,7 +140,8 @@ class Controller:
         self.metrics = metrics
         self.queue: WorkQueue[Request] = WorkQueue(
             name=name, rate_limiter=rate_limiter, clock=clock, metrics=queue_metrics,
-            fairness=lane_function(fairness, cache, primary, name, clock))
+            fairness=lane_function(fairness, cache, primary, name, clock),
+            lanes_change=isinstance(fairness, ObjectFairness))
         self._in_flight = 0
         self.primary = primary
         self._running: dict[Request, anyio.CancelScope] = {}

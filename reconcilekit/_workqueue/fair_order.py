@@ -11,7 +11,8 @@ __all__ = ["DEFAULT_AGING", "FairOrder", "LaneOf"]
 K = TypeVar("K", bound=Hashable)
 
 LaneOf = Callable[[K], Hashable]
-"""What a key is served fairly across (its lane): the same value for a key every time."""
+"""What a key is served fairly across (its lane): the same value for a key every time,
+unless the order is told its lanes change (``lanes_change``)."""
 
 DEFAULT_AGING: Final = 8
 _COMPACT_MIN: Final = 64
@@ -152,9 +153,11 @@ class FairOrder(Generic[K]):
         lane of its priority (no lane function: one lane, plain FIFO);
       * :meth:`promote` moves a ready key to a higher priority, at the end
         of its lane there.
-    A key's lane is ``lane_of(key)`` when it becomes ready, kept until it is
-    handed out: a lane function may read state that changes (a label of the
-    object the key names) without moving a ready key between lanes.
+    A key's lane is ``lane_of(key)`` when it becomes ready. With
+    ``lanes_change`` (a lane function that reads state that changes, a label
+    of the object the key names) it is kept until the key is handed out, so a
+    ready key never moves between lanes; without it ``lane_of`` must answer
+    the same for a key every time, and nothing is kept.
     So every ready key is handed out after a bounded number of others, however
     many keys of higher priority or other lanes keep coming: none starves.
 
@@ -163,8 +166,8 @@ class FairOrder(Generic[K]):
     aging turn looks at each once.
 
     Invariants (whenever no method is running):
-      * with a lane function, ``_lane`` maps exactly the live keys to their
-        lanes (without one it is empty);
+      * with ``lanes_change``, ``_lane`` maps exactly the live keys to their
+        lanes (without it, it is empty);
       * ``_levels`` holds exactly the priorities with a live key; ``_top`` is
         the highest of them (None when none is ready); ``size`` is the sum
         of their live keys.
@@ -178,11 +181,13 @@ class FairOrder(Generic[K]):
         lower ready, or an aging turn, starts it over); it is at most ``aging``.
     """
 
-    __slots__ = ("_aging", "_handed", "_lane", "_lane_of", "_levels", "_streak", "_top",
-                 "size")
+    __slots__ = ("_aging", "_handed", "_keep", "_lane", "_lane_of", "_levels", "_streak",
+                 "_top", "size")
 
-    def __init__(self, lane_of: LaneOf[K] | None = None, *, aging: int = DEFAULT_AGING) -> None:
+    def __init__(self, lane_of: LaneOf[K] | None = None, *, aging: int = DEFAULT_AGING,
+                 lanes_change: bool = False) -> None:
         self._lane_of = lane_of
+        self._keep = lanes_change and lane_of is not None
         self._aging = aging
         self._levels: dict[int, _Level[K]] = {}
         self._top: _Level[K] | None = None
@@ -195,11 +200,12 @@ class FairOrder(Generic[K]):
     def lane_of(self) -> LaneOf[K] | None:
         return self._lane_of
 
-    def set_lane_of(self, lane_of: LaneOf[K] | None) -> None:
+    def set_lane_of(self, lane_of: LaneOf[K] | None, *, lanes_change: bool = False) -> None:
         """Serve across ``lane_of`` from now on; only while no key is ready."""
         if self.size:
             raise RuntimeError("the lane function of a queue holding ready keys cannot change")
         self._lane_of = lane_of
+        self._keep = lanes_change and lane_of is not None
 
     def push(self, key: K, priority: int) -> None:
         """Make ``key`` (not ready now) ready at ``priority``, last in its lane."""
@@ -209,21 +215,25 @@ class FairOrder(Generic[K]):
         lane_of = self._lane_of
         if lane_of is None:
             level.push(key, None)
-        else:
+        elif self._keep:
             lane = self._lane[key] = lane_of(key)
             level.push(key, lane)
+        else:
+            level.push(key, lane_of(key))
         self.size += 1
 
     def promote(self, key: K, old: int, new: int) -> None:
         """Move ``key``, ready at priority ``old``, to the higher priority ``new``."""
         level = self._levels[old]
-        lane = self._lane.pop(key, None)
+        lane_of = self._lane_of
+        lane = (None if lane_of is None else self._lane.pop(key) if self._keep
+                else lane_of(key))
         level.retire(key, lane)
         self.size -= 1
         if not level.live:
             self._drop(level)
         new_level = self._levels.get(new) or self._new_level(new)
-        if self._lane_of is not None:
+        if self._keep:
             self._lane[key] = lane
         new_level.push(key, lane)  # in the lane it became ready in
         self.size += 1
@@ -243,7 +253,7 @@ class FairOrder(Generic[K]):
         elif self._streak:
             self._streak = 0  # nothing lower waits
         key = level.pop(self._handed)
-        if self._lane_of is not None:
+        if self._keep:
             del self._lane[key]
         self._handed += 1
         self.size -= 1
@@ -304,8 +314,10 @@ class FairOrder(Generic[K]):
                 for key in level.lanes[lane]:
                     counts[key] = counts.get(key, 0) + 1
                 live = level.live_entries(lane)
-                if self._lane_of is not None:
+                if self._keep:
                     assert all(self._lane[key] == lane for key in live), "in another lane"
+                elif self._lane_of is not None:
+                    assert all(self._lane_of(key) == lane for key in live), "in another lane"
                 assert live, f"lane {lane!r} has no live key"
                 assert len(level.lanes[lane]) - len(live) == level.lane_stale.get(lane, 0)
                 live_here += len(live)
@@ -314,5 +326,5 @@ class FairOrder(Generic[K]):
                 assert 0 < n <= counts.get(key, 0), f"{key!r}: {n} stale of {counts.get(key)}"
             assert live_here == level.live, (priority, live_here, level.live)
         assert len(set(live_keys)) == len(live_keys), "a key is ready twice"
-        assert set(self._lane) == (set(live_keys) if self._lane_of is not None else set()), (
+        assert set(self._lane) == (set(live_keys) if self._keep else set()), (
             "_lane is not the live keys")

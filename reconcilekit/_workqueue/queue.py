@@ -149,6 +149,7 @@ class WorkQueue(Generic[K]):
         metrics: QueueMetrics | None = None,
         fairness: LaneOf[K] | None = None,
         aging: int = DEFAULT_AGING,
+        lanes_change: bool = False,
     ) -> None:
         """``rate_limiter`` defaults to ``default_controller_rate_limiter(clock=clock)``;
         ``metrics=None`` skips metric hooks and the clock reads they need.
@@ -157,6 +158,10 @@ class WorkQueue(Generic[K]):
         across (a controller's queue: the request's namespace); None: FIFO.
         ``aging`` (>= 1): how many keys in a row the highest priority gets
         while lower ones wait, before one of a lower priority.
+        ``lanes_change``: ``fairness`` may answer differently for a key over
+        time (it reads state that changes); each ready key's lane is then kept
+        until it is handed out. Without it ``fairness`` must answer the same
+        for a key every time.
         """
         if fairness is not None and not callable(fairness):
             raise TypeError(f"fairness must be a function of a key or None, not {fairness!r}")
@@ -168,7 +173,7 @@ class WorkQueue(Generic[K]):
             default_controller_rate_limiter(clock=clock) if rate_limiter is None else rate_limiter
         )
         self._dirty: dict[K, int] = {}  # key -> priority it is pending at
-        self._ready: FairOrder[K] = FairOrder(fairness, aging=aging)
+        self._ready: FairOrder[K] = FairOrder(fairness, aging=aging, lanes_change=lanes_change)
         self._held: dict[K, int] = {}  # key -> priority it was handed out at
         # with metrics: key -> monotonic time it became pending, was handed out
         self._pending_since: dict[K, float] = {}
@@ -189,13 +194,15 @@ class WorkQueue(Generic[K]):
         """What keys of one priority are served fairly across; None: FIFO."""
         return self._ready.lane_of
 
-    def set_fairness(self, fairness: LaneOf[K] | None) -> None:
+    def set_fairness(self, fairness: LaneOf[K] | None, *, lanes_change: bool = False
+                     ) -> None:
         """Serve keys of one priority fairly across ``fairness(key)`` from now on (None:
-        FIFO). Only while no key is ready (RuntimeError otherwise), as a builder does
-        before the controller's watches start."""
+        FIFO; ``lanes_change`` as for the constructor). Only while no key is ready
+        (RuntimeError otherwise), as a builder does before the controller's watches
+        start."""
         if fairness is not None and not callable(fairness):
             raise TypeError(f"fairness must be a function of a key or None, not {fairness!r}")
-        self._ready.set_lane_of(fairness)
+        self._ready.set_lane_of(fairness, lanes_change=lanes_change)
 
     # -- adding ---------------------------------------------------------------
 
