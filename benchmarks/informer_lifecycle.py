@@ -29,9 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import ctypes
-import gc
 import json
 import subprocess
 import sys
@@ -44,6 +41,7 @@ from reconcilekit.kinds import CONFIG_MAPS, PODS
 
 from .__main__ import machine
 from .scale import populate
+from .scale_subject import memory, settle
 from .servers import add_assets_option, api_server, kube_apiserver_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,13 +62,10 @@ class _Nothing(Reconciler):
 
 
 def _settled_rss() -> int:
-    """VmRSS after a collection and freed heap given back to the OS."""
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    status = Path("/proc/self/status").read_text()
-    line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
-    return int(line.split()[1]) * 1024
+    """VmRSS after a collection and freed heap given back to the OS (``scale_subject``'s
+    settling, as the scale benchmark's subjects settle)."""
+    settle()
+    return memory()[1]
 
 
 async def subject(kubeconfig: str, cycles: int) -> None:
