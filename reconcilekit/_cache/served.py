@@ -36,6 +36,7 @@ Time: every pause is on the injected clock.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any, Final
 
 import anyio
@@ -48,7 +49,7 @@ from ..kinds.apiextensions_v1 import CUSTOM_RESOURCE_DEFINITIONS
 from .backoff import Backoff
 from .watcher import Watcher, WatchOptions
 
-__all__ = ["awaited", "crd_name", "until_served"]
+__all__ = ["awaited", "crd_name", "established", "names_clash", "until_served"]
 
 logger = logging.getLogger("reconcilekit.informer")
 _FIRST_PAUSE: Final = 0.05  # seconds between lists once the CRD is established, doubling
@@ -58,6 +59,26 @@ _LONGEST_PAUSE: Final = 1.0
 def crd_name(resource: Resource) -> str | None:
     """The name the CRD of ``resource`` would have; None for the core group (no CRD)."""
     return f"{resource.plural}.{resource.group}" if resource.group else None
+
+
+def _conditions(crd: Mapping[str, Any]) -> dict[Any, Mapping[str, Any]]:
+    return {c.get("type"): c for c in (crd.get("status") or {}).get("conditions") or ()
+            if isinstance(c, Mapping)}
+
+
+def names_clash(crd: Mapping[str, Any]) -> str | None:
+    """Why kube-apiserver will not establish ``crd`` (``NamesAccepted`` False: its names
+    clash with another CRD's), as ``reason: message``; None if nothing says so."""
+    names = _conditions(crd).get("NamesAccepted")
+    if names is None or names.get("status") != "False":
+        return None
+    return f"{names.get('reason')}: {names.get('message')}"
+
+
+def established(crd: Mapping[str, Any]) -> bool:
+    """Whether ``crd``'s ``Established`` condition is True."""
+    condition = _conditions(crd).get("Established")
+    return condition is not None and condition.get("status") == "True"
 
 
 def awaited(resource: Resource) -> str:
@@ -136,21 +157,16 @@ class _Established:
             self._look(obj)
 
     def _look(self, crd: dict[str, Any]) -> None:
-        status = crd.get("status") or {}
-        conditions = {c.get("type"): c for c in status.get("conditions") or ()
-                      if isinstance(c, dict)}
-        names = conditions.get("NamesAccepted")
-        if names is not None and names.get("status") == "False":
-            clash = f"{names.get('reason')}: {names.get('message')}"
+        clash = names_clash(crd)
+        if clash is not None:
             if clash != self._clash:
                 self._clash = clash
                 logger.warning("%s: CustomResourceDefinition %s cannot be established: %s",
                                self._resource, self._name, clash,
                                extra={"resource": str(self._resource)})
             return
-        established = conditions.get("Established")
         served = any(v.get("name") == self._resource.version and v.get("served")
                      for v in (crd.get("spec") or {}).get("versions") or ()
                      if isinstance(v, dict))
-        if established is not None and established.get("status") == "True" and served:
+        if established(crd) and served:
             self.done.set()

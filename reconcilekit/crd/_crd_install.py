@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from .._cache.served import established, names_clash
 from .._client.client import Client
 from .._foundations.errors import AlreadyExists, APIError, Forbidden, NotFound
 from .._foundations.objects import Resource
@@ -112,14 +113,10 @@ async def _wait_served(client: Client, name: str, deadline: float, wait_seconds:
     pause = _FIRST_PAUSE
     while True:
         crd = await client.get(CUSTOM_RESOURCE_DEFINITIONS, name)
-        conditions = {c["type"]: c for c in (crd.get("status") or {}).get("conditions") or ()}
-        names = conditions.get("NamesAccepted")
-        if names is not None and names["status"] == "False":
-            raise CRDInstallError(f"CRD {name} cannot be established: {names.get('reason')}: "
-                                  f"{names.get('message')}")
-        established = conditions.get("Established")
-        if established is not None and established["status"] == "True" and (
-                await _lists(client, crd)):
+        clash = names_clash(crd)
+        if clash is not None:
+            raise CRDInstallError(f"CRD {name} cannot be established: {clash}")
+        if established(crd) and await _lists(client, crd):
             return
         now = client.clock.monotonic()
         if now >= deadline:
