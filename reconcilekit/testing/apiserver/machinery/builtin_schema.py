@@ -44,8 +44,8 @@ import orjson
 from .status import DecodeError
 from .unstructured import Obj, json_type
 
-__all__ = ["DATA_FILE", "KindFields", "kind_fields", "kind_schema_name", "object_meta_fields",
-           "openapi_schemas"]
+__all__ = ["DATA_FILE", "KindFields", "kind_fields", "kind_schema_name", "microtime_fields",
+           "object_meta_fields", "openapi_schemas"]
 
 DATA_FILE: Final = "data/kube-apiserver-1.28-openapi-v3.json.gz"
 
@@ -54,8 +54,9 @@ _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _INT_OR_STRING: Final = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY: Final = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _TIME: Final = _META + "Time"
+_MICRO_TIME: Final = _META + "MicroTime"
 _OPAQUE: Final = frozenset({
-    _META + "MicroTime", _META + "FieldsV1", "io.k8s.apimachinery.pkg.runtime.RawExtension",
+    _MICRO_TIME, _META + "FieldsV1", "io.k8s.apimachinery.pkg.runtime.RawExtension",
     *(f"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.{name}" for name in (
         "JSON", "JSONSchemaPropsOrArray", "JSONSchemaPropsOrBool", "JSONSchemaPropsOrStringArray")),
 })
@@ -216,6 +217,32 @@ def kind_fields(group: str, version: str, kind: str) -> KindFields | None:
         return None
     root = _Compiler(_schemas()).named(name)
     return KindFields(root) if root[_KIND] == _STRUCT else None
+
+
+@functools.cache
+def microtime_fields(group: str, version: str, kind: str) -> tuple[tuple[str, ...], ...]:
+    """The paths of a built-in kind's ``metav1.MicroTime`` fields, through nested structs
+    (a Lease's ``spec.renewTime``, an Event's ``series.lastObservedTime``), in the
+    schema's order; empty for a kind without one or not served.
+
+    Read from the schemas once per kind. No kind of kube-apiserver 1.28 holds a MicroTime
+    inside a list or a map, so only struct fields are followed.
+    """
+    name = _kinds().get((group, version, kind))
+    paths: list[tuple[str, ...]] = []
+    if name is not None:
+        _microtimes(_schemas(), name, (), {name}, paths)
+    return tuple(paths)
+
+
+def _microtimes(schemas: dict[str, Any], name: str, path: tuple[str, ...],
+                seen: set[str], out: list[tuple[str, ...]]) -> None:
+    for field, sub in (schemas[name].get("properties") or {}).items():
+        ref = sub.get("$ref") or (sub.get("allOf") or [{}])[0].get("$ref")
+        if ref == _MICRO_TIME:
+            out.append((*path, field))
+        elif ref in schemas and ref not in seen:
+            _microtimes(schemas, ref, (*path, field), seen | {ref}, out)
 
 
 @functools.cache

@@ -22,7 +22,7 @@ import datetime
 from typing import Any
 
 from ...._foundations.go_compat import go_quote
-from .builtin_schema import kind_fields, object_meta_fields
+from .builtin_schema import kind_fields, microtime_fields, object_meta_fields
 from .resources import ResourceType
 from .status import DecodeError
 from .unstructured import Obj, json_type
@@ -178,11 +178,6 @@ def _corrupt(offset: int) -> DecodeError:
     return DecodeError(f"illegal base64 data at input byte {offset}")
 
 
-_MICROTIME_FIELDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
-    ("coordination.k8s.io", "leases"): (("spec", "acquireTime"), ("spec", "renewTime")),
-    ("events.k8s.io", "events"): (("eventTime",), ("series", "lastObservedTime")),
-    ("", "events"): (("eventTime",), ("series", "lastObservedTime")),
-}
 _MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"  # metav1.RFC3339Micro
 _RANGES = {"month": (1, 12), "hour": (0, 23), "minute": (0, 59), "second": (0, 59)}
 
@@ -197,10 +192,12 @@ def normalize_microtimes(rtype: ResourceType, obj: Obj) -> None:
     kube-apiserver decodes MicroTime with Go's ``time.Parse`` and the layout
     ``2006-01-02T15:04:05.000000Z07:00``: exactly six fractional digits, any
     zone (written back as UTC). Anything else is a :class:`DecodeError` with
-    ``time.Parse``'s message.
+    ``time.Parse``'s message. Which fields are MicroTimes is read from the
+    kind's OpenAPI schema (:func:`.builtin_schema.microtime_fields`).
     """
     r = rtype.resource
-    for path in _MICROTIME_FIELDS.get((r.group, r.plural), ()):
+    paths = microtime_fields(r.group, r.version, r.kind) if rtype.builtin else ()
+    for path in paths:
         parent: Any = obj
         for key in path[:-1]:
             parent = parent.get(key) if isinstance(parent, dict) else None

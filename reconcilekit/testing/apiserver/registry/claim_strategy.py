@@ -35,7 +35,8 @@ from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
 from ..machinery.validation import invalid
 from .claim_diff import claim_spec_diff
-from .strategy import AccountLookup, Strategy
+from .default_storage_class import set_default_storage_class
+from .strategy import StoredObjects, Strategy
 
 __all__ = ["PV_PROTECTION", "PVC_PROTECTION", "PersistentVolumeClaimStrategy",
            "PersistentVolumeStrategy", "default_claim", "default_claim_template"]
@@ -103,7 +104,7 @@ class _StorageObjectStrategy(Strategy):
 
     finalizer: ClassVar[str]
 
-    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
+    def admit(self, obj: Obj, namespace: str, stored: StoredObjects) -> None:
         _protect(obj, self.finalizer)
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
@@ -133,6 +134,11 @@ class PersistentVolumeClaimStrategy(_StorageObjectStrategy):
 
     def default(self, obj: Obj) -> None:
         default_claim(obj)
+
+    def admit(self, obj: Obj, namespace: str, stored: StoredObjects) -> None:
+        """DefaultStorageClass, then StorageObjectInUseProtection."""
+        set_default_storage_class(obj, stored("storage.k8s.io", "storageclasses").values())
+        super().admit(obj, namespace, stored)
 
     def immutable(self, old: Obj, new: Obj) -> list[Cause]:
         before = copy.deepcopy(_dict(old, "spec") or {})

@@ -43,8 +43,9 @@ from .core_validation import (
 )
 from .event_validation import validate_event
 from .event_versions import EVENTS_GROUP_VERSION, shape, to_core, to_events_v1
+from .limit_ranger import apply_limit_ranges
 from .pod_defaults import admit_pod, default_pod, qos_class
-from .strategy import AccountLookup, Strategy
+from .strategy import StoredObjects, Strategy
 from .table_convertor import TableConvertor, builtin_printer
 from .workload_defaults import default_namespace, default_pod_template
 
@@ -125,8 +126,14 @@ class PodStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         default_pod(obj)
 
-    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
-        admit_pod(obj, namespace, accounts)
+    def admit(self, obj: Obj, namespace: str, stored: StoredObjects) -> None:
+        """LimitRanger (the namespace's LimitRanges), then ServiceAccount and
+        DefaultTolerationSeconds."""
+        ranges = [lr for (ns, _), lr in sorted(stored("", "limitranges").items())
+                  if ns == namespace]
+        apply_limit_ranges(obj, str((obj.get("metadata") or {}).get("name") or ""), ranges)
+        accounts = stored("", "serviceaccounts")
+        admit_pod(obj, namespace, lambda ns, name: accounts.get((ns, name)))
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
                            ) -> None:
@@ -160,7 +167,7 @@ class PodStrategy(Strategy):
 class NodeStrategy(Strategy):
     """Nodes: created NotReady-tainted by the TaintNodesByCondition admission plugin."""
 
-    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
+    def admit(self, obj: Obj, namespace: str, stored: StoredObjects) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             spec = obj["spec"] = {}

@@ -18,7 +18,7 @@ strategy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar
 
 from ..machinery.resources import ResourceType
@@ -34,10 +34,11 @@ from .table_convertor import (
     printer_columns,
 )
 
-__all__ = ["AccountLookup", "Strategy", "StrategyTable"]
+__all__ = ["Strategy", "StrategyTable", "StoredObjects"]
 
-# (namespace, name) -> the stored ServiceAccount, or None
-AccountLookup = Callable[[str, str], Obj | None]
+# (group, plural) -> the objects the server holds of that resource, by (namespace, name);
+# empty for a resource it does not serve. What admission plugins read (read-only).
+StoredObjects = Callable[[str, str], Mapping[tuple[str, str], Obj]]
 
 
 class Strategy:
@@ -82,8 +83,9 @@ class Strategy:
     def default(self, obj: Obj) -> None:
         """The scheme's defaulting of the kind (``SetDefaults_*``), in place."""
 
-    def admit(self, obj: Obj, namespace: str, accounts: AccountLookup) -> None:
-        """The built-in mutating admission plugins of a create, in place (raises
+    def admit(self, obj: Obj, namespace: str, stored: StoredObjects) -> None:
+        """The built-in mutating admission plugins of a create that concern the kind,
+        in place, reading what they need from ``stored`` (raises
         :class:`~..machinery.status.StatusError` to refuse it)."""
 
     def storage_type(self, rtype: ResourceType) -> ResourceType:

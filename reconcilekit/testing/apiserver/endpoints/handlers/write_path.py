@@ -10,14 +10,13 @@ GuaranteedUpdate).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from ....._foundations.go_compat import go_quote
 from ...admission.chain import Admission, Attributes
-from ...admission.default_storage_class import set_default_storage_class
-from ...admission.limit_ranger import apply_limit_ranges
 from ...apiextensions.version_conversion import Converter
 from ...controllers.builtin_controllers import Lifecycle
 from ...machinery.decoding import decode, normalize_microtimes
@@ -196,23 +195,15 @@ class WritePath:
             self.strategy(req).default(obj)
 
     def admit(self, req: ResourceRequest, obj: Obj) -> None:
-        """The built-in mutating admission plugins of a create: LimitRanger's defaults and
-        checks for a Pod, DefaultStorageClass for a claim, then the strategy's
-        (ServiceAccount, default tolerations, ...)."""
-        r = req.rtype.resource
-        if r.group == "" and r.plural == "pods" and req.namespace:
-            table = self.storage.tables.get(("", "limitranges"))
-            ranges = [lr for (ns, _), lr in sorted(table.objects.items()) if ns == req.namespace
-                      ] if table is not None else []
-            apply_limit_ranges(obj, str((obj.get("metadata") or {}).get("name") or ""), ranges)
-        if r.group == "" and r.plural == "persistentvolumeclaims":
-            classes = self.storage.tables.get(("storage.k8s.io", "storageclasses"))
-            set_default_storage_class(obj, classes.objects.values() if classes else ())
-        self.strategy(req).admit(obj, req.namespace or "", self.service_account)
+        """The built-in mutating admission plugins of a create, as the kind's strategy
+        runs them (LimitRanger and ServiceAccount for a Pod, DefaultStorageClass for a
+        claim, ...)."""
+        self.strategy(req).admit(obj, req.namespace or "", self.stored_objects)
 
-    def service_account(self, namespace: str, name: str) -> Obj | None:
-        table = self.storage.tables.get(("", "serviceaccounts"))
-        return table.objects.get((namespace, name)) if table is not None else None
+    def stored_objects(self, group: str, plural: str) -> Mapping[tuple[str, str], Obj]:
+        """What the server holds of a resource, by (namespace, name) (read-only)."""
+        table = self.storage.tables.get((group, plural))
+        return table.objects if table is not None else {}
 
 
 def _undeclared(req: ResourceRequest, obj: Obj, path: str) -> StatusError:
