@@ -267,3 +267,46 @@ async def test_a_resource_with_no_crd_to_wait_for_is_polled_quietly(
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert said == ["gizmos/v1: not served by the API server; waiting for the API server "
                     "to serve it"]
+
+
+async def test_a_controller_added_while_the_caches_sync_starts_once_its_own_informers_synced(
+        apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    """The manager starts the controllers whose informers synced; one added while it
+    waited, watching a kind still not served, waits for that kind instead of starting
+    on an empty cache."""
+    ns = apiserver.namespace
+    sprockets, cogs = _kind("Sprocket", "sprockets"), _kind("Cog", "cogs")
+    for kind in (sprockets, cogs):
+        apiserver.delete_at_end(CUSTOM_RESOURCE_DEFINITIONS.path(name=f"{kind.plural}.{GROUP}"))
+    caplog.set_level(logging.INFO, logger="reconcilekit")
+    manager = Manager(client, namespace=ns, http_addr="127.0.0.1:0")
+    first, late = Recording(), Recording()
+    manager.controller().named("sprockets").for_(sprockets.resource).complete(first)
+    (early,) = manager.controllers
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(manager.start)
+        (waiting,) = early.watched
+        await eventually(lambda: waiting.statistics().waiting_for is not None)
+        manager.controller().named("cogs").for_(cogs.resource).complete(late)
+        (added,) = [c for c in manager.controllers if c.name == "cogs"]
+        (cog_informer,) = added.watched
+
+        await install_crds(client, [sprockets])  # the caches the manager waited for sync
+    try:
+        await early.started.wait()
+        assert not cog_informer.has_synced and not added.started.is_set()
+        await client.create(sprockets.resource, {"metadata": {"name": "s1"}}, ns)
+        await eventually(lambda: first.seen == [f"{ns}/s1"])
+        assert not added.started.is_set()  # still waiting for its own kind
+
+        await install_crds(client, [cogs])
+        await client.create(cogs.resource, {"metadata": {"name": "c1"}}, ns)
+        await eventually(lambda: late.seen == [f"{ns}/c1"])
+        assert added.started.is_set() and cog_informer.has_synced
+    finally:
+        await manager.shutdown()
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("reconcilekit")]
+    assert said.count("started 1 controller(s)") == 1
+    assert said.count(f"controller cogs: starting once {cogs.resource} synced") == 1
+    assert said.count("started controller cogs") == 1
+    assert _warnings(caplog) == []
