@@ -37,7 +37,7 @@ from reconcilekit._tracing import switch
 from reconcilekit._tracing.pending_keys import PendingKeys
 from reconcilekit.kinds import CONFIG_MAPS
 from reconcilekit.testing import Cluster, FakeClock, eventually
-from reconcilekit.workqueue import ItemExponentialFailureRateLimiter
+from reconcilekit.workqueue import LOW_PRIORITY, ItemExponentialFailureRateLimiter
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -137,6 +137,7 @@ async def test_a_reconcile_span_links_the_event_that_queued_it_and_has_a_span_pe
     assert attributes["k8s.namespace.name"] == ns
     assert attributes["reconcilekit.result"] == "success"
     assert attributes["reconcilekit.attempt"] == 1 and attributes["reconcilekit.requeues"] == 0
+    assert attributes["reconcilekit.queue.priority"] == 0  # a watch event, not the list
     assert UUID.match(str(attributes["reconcilekit.reconcile_id"]))
     assert float(attributes["reconcilekit.queue.wait_seconds"]) >= 0  # type: ignore[arg-type]
     assert attributes["reconcilekit.queue.events"] >= 1  # type: ignore[operator]
@@ -188,6 +189,8 @@ async def test_a_failed_reconcile_records_its_backoff_and_the_retry_its_wait(
     assert failed["reconcilekit.result"] == "error"
     assert failed["error.type"] == "RuntimeError"
     assert failed["reconcilekit.retry_after_seconds"] == 2.0
+    assert failed["reconcilekit.queue.priority"] == LOW_PRIORITY  # from the initial list
+    assert retried["reconcilekit.queue.priority"] == LOW_PRIORITY  # retried at its priority
     assert retried["reconcilekit.attempt"] == 2 and retried["reconcilekit.requeues"] == 1
     assert retried["reconcilekit.queue.delay_seconds"] == 2.0
     assert retried["reconcilekit.queue.delay_reason"] == "rate_limited"

@@ -337,7 +337,7 @@ class Controller:
         extra: dict[str, object] = {"controller": self.name, "key": str(request)}
         reconcile_id = new_reconcile_id()
         trace = None if (t := tracing.active) is None else t.reconcile(self, request,
-                                                                         reconcile_id)
+                                                                         reconcile_id, priority)
         with log_context(self.name, str(request), reconcile_id=reconcile_id):
             try:
                 result = await self._call(request)

@@ -214,7 +214,7 @@ class OpenTelemetryHooks:
         return keys
 
     def reconcile(self, controller: TracedController, request: Hashable,
-                  reconcile_id: str) -> _Reconcile:
+                  reconcile_id: str, priority: int) -> _Reconcile:
         clock = controller.clock
         pending = self.pending(controller)
         record = pending.take(request)
@@ -223,7 +223,8 @@ class OpenTelemetryHooks:
         attributes.update({"reconcilekit.controller": controller.name,
                            "reconcilekit.reconcile_id": reconcile_id,
                            "reconcilekit.attempt": requeues + 1,
-                           "reconcilekit.requeues": requeues})
+                           "reconcilekit.requeues": requeues,
+                           "reconcilekit.queue.priority": priority})
         links = None
         if record is not None:
             attributes["reconcilekit.queue.wait_seconds"] = max(

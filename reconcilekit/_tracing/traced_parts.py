@@ -80,8 +80,9 @@ class TracingHooks(Protocol):
         which the controller then queues; each key remembers the event."""
 
     def reconcile(self, controller: TracedController, request: Hashable,
-                  reconcile_id: str) -> ReconcileTrace:
-        """A worker of ``controller`` starts reconciling ``request``."""
+                  reconcile_id: str, priority: int) -> ReconcileTrace:
+        """A worker of ``controller`` starts reconciling ``request``, handed out at
+        ``priority``."""
 
     def client_request(self, method: str, url: str, path: str, labels: tuple[str, str],
                        headers: Mapping[str, str]
