@@ -10,12 +10,18 @@ same data model:
   atomic lists) is a leaf;
 * an **update** (create, PUT, patch) gives its manager every path it added or
   changed, takes them from every other manager, and takes removed paths from
-  everyone;
+  everyone; an object with no managedFields (reset, or created owning
+  nothing) stays without: updates do not track it;
+* an update of the main resource may write ``managedFields`` itself: the
+  entries it sends replace the stored ones, ``[]`` resets them
+  (:mod:`.sent_managed_fields`);
 * an **apply** merges the configuration into the object; the manager's set
   becomes exactly the configuration's leaves. A path another manager owns
   that the apply would change or add is a *conflict*: 409 naming each one,
-  unless ``force`` moves it to the applier. Paths the manager applied before
-  and no longer applies, owned by no one else, are removed from the object.
+  unless ``force`` moves it to the applier; on an object no one manages,
+  what it holds is first ``before-first-apply``'s, an update. Paths the
+  manager applied before and no longer applies, owned by no one else, are
+  removed from the object.
 
 The paths of ``apiVersion``, ``kind`` and server-set metadata are never
 owned; with a status subresource, writes to the main resource own nothing in
@@ -28,7 +34,7 @@ and no path is owned by two managers unless both applied the same value.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -299,12 +305,18 @@ class ApplyConflict(StatusError):
 
 
 def _entries(obj: Mapping[str, Any]) -> list[_Entry]:
+    return _decoded((obj.get("metadata") or {}).get("managedFields") or ())
+
+
+def _decoded(raws: Iterable[Any]) -> list[_Entry]:
+    """Entries as stored or sent (an entry without ``fieldsV1`` owns nothing)."""
     out = []
-    for raw in (obj.get("metadata") or {}).get("managedFields") or ():
-        if isinstance(raw, Mapping) and isinstance(raw.get("fieldsV1"), Mapping):
-            out.append(_Entry(str(raw.get("manager", "")), str(raw.get("operation", "Update")),
-                              str(raw.get("apiVersion", "")), str(raw.get("time", "")),
-                              str(raw.get("subresource") or ""), decode(raw["fieldsV1"])))
+    for raw in raws:
+        fields = raw.get("fieldsV1") if isinstance(raw, Mapping) else None
+        if isinstance(raw, Mapping) and (fields is None or isinstance(fields, Mapping)):
+            out.append(_Entry(str(raw.get("manager") or ""), str(raw.get("operation", "Update")),
+                              str(raw.get("apiVersion", "")), str(raw.get("time") or ""),
+                              str(raw.get("subresource") or ""), decode(fields or {})))
     return out
 
 
@@ -337,9 +349,20 @@ class FieldOwnership:
         return mine
 
     def updated(self, old: Mapping[str, Any] | None, new: dict[str, Any], manager: str,
-                subresource: str | None, now: float) -> list[dict[str, Any]]:
-        """``new``'s managedFields after ``manager`` wrote it over ``old`` (None: created)."""
-        entries = _entries(old) if old is not None else []
+                subresource: str | None, now: float, *,
+                sent: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """``new``'s managedFields after ``manager`` wrote it over ``old`` (None: created).
+
+        ``sent``: the entries the update's own managedFields make the object's
+        (:func:`.sent_managed_fields.sent_entries`; None: ``old``'s stay). An
+        object left with no entries (reset, or created owning nothing) is not
+        tracked by updates: it stays without managedFields until an apply.
+        """
+        entries: list[_Entry] = []
+        if old is not None:
+            entries = _decoded(sent) if sent is not None else _entries(old)
+            if not entries:
+                return []
         added, removed, modified = compare(old or {}, new, self.shape)
         changed = self._owned(added | modified, subresource)
         removed = self._owned(removed, subresource)
@@ -362,6 +385,9 @@ class FieldOwnership:
         """The object ``manager``'s apply of ``config`` makes of ``live``, and its
         managedFields; raises :class:`ApplyConflict` unless ``force``."""
         entries = _entries(live)
+        if not entries:  # what an object no one manages holds is "before-first-apply"'s
+            entries = _decoded(self.updated(None, dict(live), _BEFORE_FIRST_APPLY, subresource,
+                                            now))
         mine_before = next((e.paths for e in entries if e.identity == (
             manager, "Apply", subresource or "")), set())
         applied = self._owned(leaves(config, self.shape), subresource)
@@ -379,13 +405,15 @@ class FieldOwnership:
         for entry in entries:
             if entry.identity != (manager, "Apply", subresource or ""):
                 entry.give_up(touched | self._owned(removed, subresource))
-        others = set().union(*(e.paths for e in entries
+        # a member stays while anyone owns it or something in it: the others, or the
+        # applier itself (a map it owned as a whole before and now owns members of)
+        kept = applied.union(*(e.paths for e in entries
                                if e.identity != (manager, "Apply", subresource or "")))
         gone: list[Path] = []
         for path in sorted(mine_before - applied, key=len):
             if any(path[:len(g)] == g for g in gone):
                 continue  # its parent goes with all it holds
-            if not any(o[:len(path)] == path for o in others):
+            if not any(o[:len(path)] == path for o in kept):
                 _remove(merged, path, self.shape)
                 gone.append(path)
         # kube-apiserver stamps the applier's time only if its apply changed the object, so a
@@ -429,6 +457,7 @@ def _sync_last_applied(merged: dict[str, Any], config: Mapping[str, Any]) -> Non
 
 
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_BEFORE_FIRST_APPLY = "before-first-apply"
 _KUBECTL = "kubectl"  # the only manager kube-apiserver's last-applied handling serves
 _GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))

@@ -43,6 +43,7 @@ from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import epoch_seconds, timestamp
 from ..machinery.validation import path_segment_problems
 from ..patching.field_ownership import FieldOwnership
+from ..patching.sent_managed_fields import sent_entries
 from ..storage.versioned_store import ObjKey, Table, TableKey, VersionedStore
 from .strategy import StrategyTable
 from .update_rules import (
@@ -236,7 +237,9 @@ class Storage(VersionedStore):
 
         ``check(old, new)`` validates the object about to be stored (raising
         StatusError); a dry run answers what would be stored and stores nothing.
-        ``managed_fields`` (an apply's) replaces the update's field ownership.
+        ``managed_fields`` (an apply's) replaces the update's field ownership;
+        without it, managedFields the object sent in place of the stored ones are
+        taken, or reset, as :mod:`..patching.sent_managed_fields` says.
         """
         old = self.get(rtype, namespace, name)
         result = self.prepare_update(rtype, old, new, subresource=subresource, manager=manager,
@@ -280,6 +283,11 @@ class Storage(VersionedStore):
                 f"{storage_key(rtype, namespace, name)}, ResourceVersion: 0, "
                 "AdditionalErrorMsg: Precondition failed: UID in "
                 f"precondition: {uid}, UID in object meta: {meta['uid']}", res.group)
+        # the update's own managedFields, if it changes them (a subresource's are not read)
+        sent = None
+        if subresource is None and managed_fields is None and (
+                new_meta.get("managedFields") != meta.get("managedFields")):
+            sent = sent_entries(new_meta.get("managedFields"))
         result = merge_update(rtype, old, new, subresource,
                               self.strategies.of(rtype).status_metadata)
         self.strategies.of(rtype).prepare_for_update(old, result, subresource)
@@ -287,13 +295,13 @@ class Storage(VersionedStore):
             check(old, result)
         check_finalizers(rtype, old, result)
         unchanged = same(old, result)
-        if unchanged and managed_fields is None:
+        if unchanged and managed_fields is None and sent is None:
             return old  # an update that changes nothing changes no one's fields either
         if managed_fields is None:
             managed_fields = self.ownership(rtype).updated(
                 old, result, manager, subresource if subresource == "status" else None,
-                self.now())
-        if unchanged and managed_fields == meta.get("managedFields"):
+                self.now(), sent=sent)
+        if unchanged and managed_fields == (meta.get("managedFields") or []):
             return old
         rmeta = result["metadata"]
         if rtype.generation and spec_changed(rtype, old, result):

@@ -15,6 +15,7 @@ from ...machinery.request_user import ADMIN, RequestUser
 from ...machinery.status import StatusError
 from ...machinery.unstructured import Obj, json_type
 from ...patching.json_patch import PatchError, json_patch, merge_patch
+from ...patching.sent_managed_fields import check_applied
 from ...patching.strategic_merge import patch_schema_for, strategic_merge_patch
 from ...registry.registry_store import dedup_owner_references
 from .write_options import WriteOptions
@@ -96,6 +97,7 @@ async def _apply(path: WritePath, req: ResourceRequest, raw: bytes, manager: str
     if not isinstance(applied, dict):
         raise StatusError.bad_request("the applied configuration is not an object")
     applied = path.check_body(req, applied, options=options, default=False, applied=True)
+    check_applied(applied)
     if applied["metadata"].get("name", req.name) != req.name:
         raise StatusError.bad_request("the name of the object does not match the URL")
     applied["metadata"]["name"] = req.name
