@@ -19,14 +19,17 @@ answering the same requests, and nothing else:
   (``prefix<GEN>``);
 * the date, time and process id of kubectl's own log lines
   (``W1128 17:35:25.849001    1681 diff.go:714]``, ``W<KLOG> diff.go:714]``);
-* ``kubectl diff``'s temporary directories and the times in its headers;
+* ``kubectl diff``'s temporary directories and the times in its headers, and
+  the other times Go's ``time.Time.String`` prints (``describe``'s
+  ``Created on:``);
 * the order of a 422's causes (kubectl's ``* field: message`` lines, sorted):
   kube-apiserver lists a custom resource's schema errors in Go's map order,
   which changes from run to run;
 * in tables (a header line of upper-case column names): ages such as ``5s``
   or ``2m30s`` in AGE-like columns (``<AGE>``), and the column padding, which
   follows the widest cell (columns are cut at the header's offsets and joined
-  with three spaces).
+  with three spaces). Tables are re-laid out first, before any replacement
+  changes a cell's width (a name holding the namespace's).
 
 Everything else (messages, field values, exit codes, column names, order) is
 kept as kubectl printed it, so a real difference stays visible.
@@ -45,7 +48,7 @@ _UID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 _RFC3339 = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
 _RFC1123 = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (?:Jan|Feb|Mar|Apr|May|Jun|"
                       r"Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d [+-]\d{4}")
-_DIFF_TIME = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [+-]\d{4}")
+_GO_TIME = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [+-]\d{4}")
 _DIFF_DIR = re.compile(r"/(?:tmp|var/tmp)/(LIVE|MERGED)-\d+")
 _RESOURCE_VERSION = re.compile(r'("?resourceVersion"?\s*[:=]\s*)"?\d+"?')
 _DESCRIBED_VERSION = re.compile(r"(Resource Version:\s+)\d+")
@@ -66,6 +69,7 @@ def normalize(text: str, namespace: str, generate_names: Iterable[str] = ()) -> 
     ``namespace`` is the test namespace's name; ``generate_names`` are the
     ``generateName`` prefixes the session's manifests use.
     """
+    text = normalize_tables(text)  # first: cells are cut where kubectl laid them out
     if namespace:
         text = text.replace(namespace, "<NS>")
     text = _SERVER.sub("<SERVER>", text)
@@ -73,7 +77,7 @@ def normalize(text: str, namespace: str, generate_names: Iterable[str] = ()) -> 
     text = _UID.sub("<UID>", text)
     text = _RFC3339.sub("<TIME>", text)
     text = _RFC1123.sub("<TIME>", text)
-    text = _DIFF_TIME.sub("<TIME>", text)
+    text = _GO_TIME.sub("<TIME>", text)
     text = _DIFF_DIR.sub(r"<\1>", text)
     text = _RESOURCE_VERSION.sub(r'\1"<RV>"', text)
     text = _DESCRIBED_VERSION.sub(r"\1<RV>", text)
@@ -84,7 +88,7 @@ def normalize(text: str, namespace: str, generate_names: Iterable[str] = ()) -> 
     text = _CLUSTER_IP.sub("<CLUSTER-IP>", text)
     for prefix in generate_names:
         text = re.sub(rf"\b{re.escape(prefix)}{_GENERATED}\b", f"{prefix}<GEN>", text)
-    return normalize_tables(_sorted_causes(text))
+    return _sorted_causes(text)
 
 
 _GO_VALUE = re.compile(r"(?<=Invalid value: )core\.[A-Z]\w*\{")

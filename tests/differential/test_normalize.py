@@ -101,6 +101,23 @@ def test_tables_are_cut_at_the_header_offsets_and_ages_replaced() -> None:
     assert normalize(short, NS) == normalize(long, NS) == want
 
 
+def test_times_go_prints_with_time_string_are_replaced() -> None:
+    assert normalize("Created on:   2026-11-29 16:45:31 +0000 UTC\n", NS) == (
+        "Created on:   <TIME> UTC\n")
+
+
+def test_table_cells_holding_the_namespace_are_cut_where_kubectl_laid_them_out() -> None:
+    """A cell made shorter by a replacement (a name holding the namespace's) does not
+    shift the cells after it into the wrong columns."""
+    other = "rk-test-99"
+    text = (f"NAME                   WEBHOOKS   AGE\n"
+            f"check-{NS}   1          2s\n")
+    shorter = (f"NAME             WEBHOOKS   AGE\n"
+               f"check-{other}   1          15s\n")
+    want = "NAME   WEBHOOKS   AGE\ncheck-<NS>   1   <AGE>\n"
+    assert normalize(text, NS) == normalize(shorter, other) == want
+
+
 def test_table_cells_outside_age_columns_and_empty_cells_are_kept() -> None:
     text = ("NAME      CLASS    HOSTS         ADDRESS   PORTS   AGE\n"
             "site      <none>   example.com             80      3d4h\n"

@@ -95,6 +95,28 @@ async def test_an_access_review_answers_with_rbac_s_decision_and_reason(
                                    '"system:authenticated"'}
 
 
+async def test_a_denial_names_the_missing_roles_a_binding_of_the_user_refers_to(
+        apiserver: Cluster) -> None:
+    ns = apiserver.namespace
+    made = await apiserver.request("POST", f"/apis/{RBAC}/v1/namespaces/{ns}/rolebindings", json={
+        "apiVersion": f"{RBAC}/v1", "kind": "RoleBinding", "metadata": {"name": "dangling"},
+        "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "nowhere"},
+        "subjects": [{"kind": "User", "name": "jane"}]})
+    assert made.status == 201, made
+    assert await _access(apiserver, {"verb": "list", "resource": "configmaps",
+                                     "namespace": ns}, _as("jane")) == {
+        "allowed": False, "reason": f'RBAC: role.{RBAC} "nowhere" not found'}
+    refused = await apiserver.request("GET", f"/api/v1/namespaces/{ns}/configmaps",
+                                      headers=_as("jane"))
+    assert refused.status == 403, refused
+    assert refused.body["message"] == (
+        f'configmaps is forbidden: User "jane" cannot list resource "configmaps" in API group '
+        f'"" in the namespace "{ns}": RBAC: role.{RBAC} "nowhere" not found')
+    # a binding of someone else refers to no role of hers: no reason
+    assert await _access(apiserver, {"verb": "list", "resource": "configmaps",
+                                     "namespace": ns}, _as("joe")) == {"allowed": False}
+
+
 @pytest.mark.parametrize(("method", "path", "message", "details"), [
     ("GET", "/api/v1/namespaces/{ns}/secrets",
      'secrets is forbidden: User "{bot}" cannot list resource "secrets" in API group "" in '

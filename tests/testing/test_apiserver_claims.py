@@ -135,3 +135,44 @@ async def test_a_claim_in_use_is_kept_until_its_pod_goes(apiserver: Cluster) -> 
     async def claim_gone() -> bool:
         return (await apiserver.request("GET", f"{_claims(apiserver)}/used")).status == 404
     await eventually(claim_gone, what="the claim removed once its Pod went")
+
+
+async def test_a_volume_needs_access_modes_a_capacity_and_a_source(apiserver: Cluster) -> None:
+    refused = await apiserver.request("POST", "/api/v1/persistentvolumes", json={
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": f"pv-{apiserver.namespace}"}, "spec": {}})
+    assert refused.status == 422, refused
+    assert sorted((c["field"], c["message"]) for c in refused.body["details"]["causes"]) == [
+        ("spec", "Required value: must specify a volume type"),
+        ("spec.accessModes", "Required value"), ("spec.capacity", "Required value"),
+        ("spec.capacity",
+         'Unsupported value: core.ResourceList(nil): supported values: "storage"')]
+
+
+async def test_a_storage_class_is_defaulted_and_fixed_once_created(apiserver: Cluster) -> None:
+    name = f"sc-{apiserver.namespace}"
+    created = await apiserver.request("POST", "/apis/storage.k8s.io/v1/storageclasses", json={
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+        "provisioner": "example.com/slow"})
+    assert created.status == 201, created
+    try:
+        assert (created.body["reclaimPolicy"], created.body["volumeBindingMode"]) == (
+            "Delete", "Immediate")
+        changed = await apiserver.request(
+            "PATCH", f"/apis/storage.k8s.io/v1/storageclasses/{name}", headers=MERGE,
+            json={"provisioner": "example.com/other", "volumeBindingMode": "WaitForFirstConsumer",
+                  "parameters": {"a": "b"}})
+        assert changed.status == 422, changed
+        assert sorted((c["field"], c["message"]) for c in changed.body["details"]["causes"]) == [
+            ("parameters", "Forbidden: updates to parameters are forbidden."),
+            ("provisioner", "Forbidden: updates to provisioner are forbidden."),
+            ("volumeBindingMode", 'Invalid value: "WaitForFirstConsumer": field is immutable')]
+    finally:
+        await apiserver.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{name}")
+    refused = await apiserver.request("POST", "/apis/storage.k8s.io/v1/storageclasses", json={
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+        "provisioner": "", "reclaimPolicy": "Keep"})
+    assert refused.status == 422, refused
+    assert sorted((c["field"], c["message"]) for c in refused.body["details"]["causes"]) == [
+        ("provisioner", "Required value"),
+        ("reclaimPolicy", 'Unsupported value: "Keep": supported values: "Delete", "Retain"')]

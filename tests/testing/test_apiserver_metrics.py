@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from reconcilekit.testing import Cluster
+from reconcilekit.testing.apiserver.endpoints.request_metrics import go_sample_value
 
 from k8s_objects import configmap
 
@@ -29,7 +30,7 @@ async def _metrics(apiserver: Cluster) -> str:
             apiserver.configuration.host + "/metrics",
             headers=await apiserver._headers({"Accept": "text/plain"})) as resp:
         assert resp.status == 200
-        assert resp.headers["Content-Type"].startswith("text/plain")
+        assert resp.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
         return await resp.text()
 
 
@@ -73,3 +74,29 @@ async def test_metrics_are_refused_to_anonymous_users(apiserver: Cluster) -> Non
     assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                     "message": 'forbidden: User "system:anonymous" cannot get path "/metrics"',
                     "reason": "Forbidden", "details": {}, "code": 403}
+
+
+async def test_the_exposition_is_written_as_kube_apiservers_go_client_writes_it(
+        apiserver: Cluster, configmaps: str) -> None:
+    await apiserver.request("GET", f"{configmaps}/missing")
+    text = await _metrics(apiserver)
+    assert ("# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out "
+            "for each verb, dry run value, group, version, resource, scope, component, and "
+            "HTTP response code.\n# TYPE apiserver_request_total counter\n") in text
+    series = [line for line in text.splitlines()
+              if line.startswith("apiserver_request_total{") and 'code="404"' in line
+              and 'resource="configmaps"' in line and 'verb="GET"' in line]
+    assert series, text[:2000]
+    labels, value = series[0].rsplit(" ", 1)
+    assert re.fullmatch(r"[1-9]\d*", value), series  # Go's %g of a count: 1, not 1.0
+    assert labels.startswith('apiserver_request_total{code="404",component="apiserver",'
+                             'dry_run="",group="",resource="configmaps",scope="resource",'
+                             'subresource="",verb="GET",version="v1"}'), labels
+    assert "apiserver_request_created" not in text
+
+
+def test_sample_values_are_printed_as_gos_strconv_g() -> None:
+    assert [go_sample_value(v) for v in (0, 1, 12, 999999, 1e6, 1234567, 0.5, 1.5e-5,
+                                         0.0001, -3, float("inf"), float("nan"))] == [
+        "0", "1", "12", "999999", "1e+06", "1.234567e+06", "0.5", "1.5e-05", "0.0001", "-3",
+        "+Inf", "NaN"]

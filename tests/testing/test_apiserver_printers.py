@@ -386,7 +386,7 @@ async def test_built_in_kinds_print_as_kube_apiserver_does(apiserver: Cluster,
 # Kinds kube-apiserver prints with columns of their own that the in-process server
 # prints with the default ones (Name, Created At): none an operator commonly owns.
 NOT_PRINTED = frozenset({
-    "componentstatuses", "apiservices.apiregistration.k8s.io",
+    "apiservices.apiregistration.k8s.io",
     "certificatesigningrequests.certificates.k8s.io", "csidrivers.storage.k8s.io",
     "csinodes.storage.k8s.io", "volumeattachments.storage.k8s.io",
     "flowschemas.flowcontrol.apiserver.k8s.io",

@@ -10,7 +10,11 @@ verbs, API groups, resources (``*``, ``resource/subresource`` or
 ``*/subresource``) and resource names (none: any) match, and a non-resource
 request when its verbs and URLs (``*`` or a ``prefix*``) match. The reason of
 an allowed request names the binding, the role and the subject, as
-kube-apiserver words it. RBAC never says why it denies.
+kube-apiserver words it. A denied request has a reason only when a binding
+that applies to the user names a role that does not exist: ``RBAC:`` and
+each such role's not-found error (``clusterrole.rbac.authorization.k8s.io
+"NAME" not found``; several in brackets, comma-separated), which the 403's
+message and an access review's ``reason`` carry.
 
 Invariant: deciding reads the stored objects at that moment (no cache that
 could lag a write, where kube-apiserver's informers lag by milliseconds).
@@ -108,9 +112,11 @@ class RBACAuthorizer:
             return None
         return table.objects.get(("" if kind == "ClusterRole" else namespace, name))
 
-    def _bound_rules(self, user: RequestUser, namespace: str
-                     ) -> Iterator[tuple[str, Sequence[Obj]]]:
-        """(where the rules come from, the rules) of every binding that applies."""
+    def _bound_rules(self, user: RequestUser, namespace: str,
+                     missing: list[str] | None = None) -> Iterator[tuple[str, Sequence[Obj]]]:
+        """(where the rules come from, the rules) of every binding that applies; the
+        not-found error of each role such a binding names and that does not exist is
+        added to ``missing``."""
         scopes: list[tuple[str, str, list[Obj]]] = [
             ("ClusterRoleBinding", "", self._objects("clusterrolebindings"))]
         if namespace:
@@ -127,16 +133,23 @@ class RBACAuthorizer:
                         shown = binding["metadata"]["name"] + (f"/{ns}" if ns else "")
                         yield (f'{kind} "{shown}" of {ref.get("kind")} "{ref.get("name")}" '
                                f"to {named}", role.get("rules") or ())
+                    elif missing is not None:
+                        missing.append(f'{str(ref.get("kind", "")).lower()}.{_GROUP} '
+                                       f'"{ref.get("name", "")}" not found')
                     break
 
     def authorize(self, attrs: AuthorizerAttributes) -> Decision:
-        """Allowed (and by what), or denied."""
+        """Allowed (and by what), or denied (and the roles missing, if any)."""
         if PRIVILEGED_GROUP in attrs.user.groups:
             return Decision(True)
-        for source, rules in self._bound_rules(attrs.user, attrs.namespace):
+        missing: list[str] = []
+        for source, rules in self._bound_rules(attrs.user, attrs.namespace, missing):
             if any(rule_allows(rule, attrs) for rule in rules):
                 return Decision(True, f"RBAC: allowed by {source}")
-        return Decision(False)
+        if not missing:
+            return Decision(False)
+        return Decision(False, "RBAC: " + (missing[0] if len(missing) == 1
+                                           else "[" + ", ".join(missing) + "]"))
 
     def rules_for(self, user: RequestUser, namespace: str) -> list[Obj]:
         """Every rule that applies to ``user`` in ``namespace`` (a rules review's), the

@@ -116,15 +116,18 @@ Next = Callable[[web.Request, Scope], Awaitable[web.StreamResponse]]
 Filter = Callable[[ServerContext, web.Request, Scope, Next], Awaitable[web.StreamResponse]]
 
 
-def json_response(body: Any, status: int = 200,
-                  headers: Mapping[str, str] | None = None) -> web.Response:
-    """``body`` as JSON. orjson writes at most 255 levels of nesting (a Status quoting a
-    value sent nested deeper, an object stored so): deeper answers are written by the
-    standard library's encoder."""
+def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None,
+                  *, newline: bool = True) -> web.Response:
+    """``body`` as JSON, ending with a newline as kube-apiserver's encoder ends its objects,
+    lists, Status answers and discovery documents (its OpenAPI documents, written
+    whole, end without one: ``newline=False``). orjson writes at most 255 levels of
+    nesting (a Status quoting a value sent nested deeper, an object stored so): deeper
+    answers are written by the standard library's encoder."""
     try:
-        raw = orjson.dumps(body)
+        raw = orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE if newline else None)
     except orjson.JSONEncodeError:
-        raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() + (
+            b"\n" if newline else b"")
     return web.Response(body=raw, status=status, content_type=_JSON, headers=headers)
 
 
@@ -190,8 +193,9 @@ async def serve_open_paths(ctx: ServerContext, request: web.Request, scope: Scop
     if scope.path not in _OPEN_PATHS:
         return await next_(request, scope)
     ctx.requests[("get", scope.path)] += 1
-    if scope.path == "/version":
-        return json_response(VERSION_INFO)
+    if scope.path == "/version":  # indented, with no newline after, as kube-apiserver's
+        return web.Response(body=orjson.dumps(VERSION_INFO, option=orjson.OPT_INDENT_2),
+                            content_type=_JSON)
     return web.Response(text="ok")
 
 
@@ -203,7 +207,7 @@ async def serve_openapi_v2(ctx: ServerContext, request: web.Request, scope: Scop
         return await next_(request, scope)
     if "protobuf" in request.headers.get("Accept", ""):
         return web.Response(body=b"", content_type=V2_PROTOBUF)
-    return json_response(v2_document(ctx.registry))
+    return json_response(v2_document(ctx.registry), newline=False)
 
 
 def _discovery(ctx: ServerContext, parts: list[str]) -> dict[str, Any] | None:
@@ -243,7 +247,7 @@ async def serve_discovery(ctx: ServerContext, request: web.Request, scope: Scope
     if discovery is None:
         raise StatusError.not_found_path()
     ctx.requests[("get", "discovery")] += 1
-    return json_response(discovery)
+    return json_response(discovery, newline=parts[:1] != ["openapi"])
 
 
 async def resolve_resource(ctx: ServerContext, request: web.Request, scope: Scope,
@@ -259,9 +263,10 @@ async def resolve_resource(ctx: ServerContext, request: web.Request, scope: Scop
 
 async def warn_deprecated(ctx: ServerContext, request: web.Request, scope: Scope,
                           next_: Next) -> web.StreamResponse:
-    """A deprecated custom resource version's warning, first, on every answer about it
-    (errors included), as apiextensions-apiserver's handler adds it. A watch's stream,
-    sent before the warning is known here, goes without."""
+    """A deprecated version's warning, first, on every answer about it (errors
+    included), as kube-apiserver's handlers add it: a custom resource's from its CRD, a
+    built-in one's as kube-apiserver words it (captured). A watch's stream, sent before
+    the warning is known here, goes without."""
     assert scope.resource is not None
     warning = scope.resource.rtype.deprecation_warning
     if warning is None:

@@ -61,6 +61,7 @@ from .handlers.write_options import DeleteOptions, WriteOptions
 from .handlers.write_path import WritePath
 from .negotiation import rendering
 from .request_body import decode_body
+from .tables import table
 
 __all__ = ["FILTERS", "Handler"]
 
@@ -205,7 +206,14 @@ class Handler:
         if plural == "componentstatuses":
             if verb not in ("get", "list"):
                 raise StatusError.method_not_allowed()
-            return json_response(component_statuses(req.name))
+            answer = component_statuses(req.name)
+            shown = rendering(request.headers.get("Accept", ""), req.rtype,
+                              is_list=req.name is None)
+            if shown.form != "table":
+                return json_response(answer)
+            return json_response(table(
+                self.writes.strategy(req).table_convertor(req.rtype),
+                answer["items"] if req.name is None else [answer], {}, self.storage.now()))
         if req.subresource is None and req.name is not None:
             raise StatusError.not_found_path()
         if verb != "create":

@@ -12,6 +12,12 @@ here per resource: which kinds keep ``metadata.generation``
 (:data:`GENERATION`), which refuse an update without a resourceVersion, and
 which field selectors each kind supports.
 
+A deprecated version's warning (``v1 ComponentStatus is deprecated in
+v1.19+``), which kube-apiserver sends with every answer about the resource
+and no document publishes, is read from
+``data/kube-apiserver-1.28-deprecations.json`` (``tools/capture_deprecations.py``
+captured the ``Warning`` headers of kube-apiserver's lists).
+
 Guarantees: the served types are those of the capture but for
 :data:`LEFT_OUT` (resources that are not stored objects, with the reason in
 docs/testing.md); a ``status`` subresource in the capture is a status
@@ -30,9 +36,11 @@ from typing import Any
 from ...._foundations.objects import Resource
 from .resources import COMMON_FIELDS, ResourceType
 
-__all__ = ["DATA_FILE", "GENERATION", "LEFT_OUT", "NOT_STORED", "BuiltinAPI", "builtin_api"]
+__all__ = ["DATA_FILE", "DEPRECATIONS_FILE", "GENERATION", "LEFT_OUT", "NOT_STORED", "BuiltinAPI",
+           "builtin_api"]
 
 DATA_FILE = "kube-apiserver-1.28-discovery.json"
+DEPRECATIONS_FILE = "kube-apiserver-1.28-deprecations.json"
 
 # Served by kube-apiserver but not here (docs/testing.md says why): the streaming and
 # proxying subresources (nothing runs a Pod or a Service here).
@@ -104,7 +112,8 @@ def _served(group: str, entry: Mapping[str, Any]) -> bool:
     return (group, entry["name"]) not in LEFT_OUT
 
 
-def _types(gv: str, entries: list[dict[str, Any]]) -> list[ResourceType]:
+def _types(gv: str, entries: list[dict[str, Any]], deprecations: Mapping[str, str]
+           ) -> list[ResourceType]:
     group, version = _group_version(gv)
     subresources: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
@@ -126,7 +135,7 @@ def _types(gv: str, entries: list[dict[str, Any]]) -> list[ResourceType]:
             generation=key in GENERATION, unconditional_update=key not in _CONDITIONAL_UPDATE,
             field_labels=COMMON_FIELDS | _FIELD_LABELS.get(key, frozenset()),
             categories=tuple(entry.get("categories", ())), stored=key not in NOT_STORED,
-            discovery=(entry, *subs)))
+            discovery=(entry, *subs), deprecation_warning=deprecations.get(f"{gv}/{plural}")))
     return out
 
 
@@ -134,8 +143,10 @@ def _types(gv: str, entries: list[dict[str, Any]]) -> list[ResourceType]:
 def builtin_api() -> BuiltinAPI:
     """The built-in types, read from the package data on the first call."""
     package = (__package__ or "").rpartition(".")[0]  # reconcilekit.testing.apiserver
-    source = importlib.resources.files(package) / "data" / DATA_FILE
-    data = json.loads(source.read_text())
-    types = [t for gv, entries in data["resources"].items() for t in _types(gv, entries)]
+    data_dir = importlib.resources.files(package) / "data"
+    data = json.loads((data_dir / DATA_FILE).read_text())
+    deprecations = json.loads((data_dir / DEPRECATIONS_FILE).read_text())["warnings"]
+    types = [t for gv, entries in data["resources"].items()
+             for t in _types(gv, entries, deprecations)]
     order = tuple(g["name"] for g in data["groups"])
     return BuiltinAPI(data["gitVersion"], order, tuple(types))

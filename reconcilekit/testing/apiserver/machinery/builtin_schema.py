@@ -20,7 +20,10 @@ Guarantees:
   encoding/json's message (``json: cannot unmarshal string into Go struct
   field DeploymentSpec.spec.replicas of type int32``) for the first value
   of a wrong type, and returning the unknown fields' paths as the strict
-  decoder prints them (``spec.template.spec.containers[0].foo``).
+  decoder prints them (``spec.template.spec.containers[0].foo``);
+* an empty map (a Go map field, all ``omitempty`` in the built-in kinds) is
+  dropped, as kube-apiserver, which stores and answers the Go value, never
+  writes one (``metadata.labels: {}`` is no labels).
 
 What the schema does not say is left as it was: Go's named types (an enum
 such as ``v1.PullPolicy`` is reported as ``string``), the text of a JSON
@@ -100,6 +103,7 @@ def _struct(node: list[Any], obj: Obj, path: str, field: str, unknown: list[str]
     fields: dict[str, list[Any]] = node[_ARG]
     name: str = node[_STRUCT_NAME]
     drop: list[str] | None = None
+    empty: list[str] | None = None
     for key, value in sorted(obj.items()) if sort else obj.items():
         child = fields.get(key)
         if child is None:
@@ -111,6 +115,11 @@ def _struct(node: list[Any], obj: Obj, path: str, field: str, unknown: list[str]
         elif value is not None and child[_KIND] != _ANY:
             _value(child, value, path + key, f"{field}.{key}" if field else key, name,
                    unknown, sort)
+            if child[_KIND] == _MAP and not value:  # omitempty: Go writes no empty map
+                empty = [*(empty or ()), key]
+    if empty:
+        for key in empty:
+            del obj[key]
     if drop:
         for key in drop:
             del obj[key]

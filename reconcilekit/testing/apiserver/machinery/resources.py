@@ -59,8 +59,8 @@ class ResourceType:
     ``autoscaling/v1`` Scale; ``scale_paths``: a custom resource's
     ``specReplicasPath``, ``statusReplicasPath`` and ``labelSelectorPath`` (None:
     a built-in kind's own fields).
-    ``deprecation_warning``: the warning every request to a deprecated custom
-    resource version is answered with.
+    ``deprecation_warning``: the warning every request to a deprecated version
+    (a custom resource's, or a built-in one's) is answered with.
     ``builtin``: accepts strategic-merge patches; list items carry no
     ``kind``/``apiVersion``.
     ``schema``: a custom resource's structural schema (pruning, defaults,

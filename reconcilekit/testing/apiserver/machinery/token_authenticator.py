@@ -33,6 +33,7 @@ from .request_user import RequestUser, service_account_user, user_named
 __all__ = ["ISSUER", "TokenAuthenticator", "UidLookup"]
 
 ISSUER = "https://kubernetes.default.svc"
+_REFUSED = "invalid bearer token"
 
 # (resource, namespace, name) -> the stored object's uid, or None when there is none
 UidLookup = Callable[[str, str, str], str | None]
@@ -95,19 +96,44 @@ class TokenAuthenticator:
                      ) -> tuple[RequestUser, tuple[str, ...]] | None:
         """The user ``token`` names and the audiences it is good for (none: any), or None
         for a token the server does not accept (unknown, expired, or its account gone)."""
+        found = self.review(token, now, uid_of)
+        return None if isinstance(found, str) else found
+
+    def review(self, token: str, now: float, uid_of: UidLookup
+               ) -> tuple[RequestUser, tuple[str, ...]] | str:
+        """What :meth:`authenticate` finds, or for a token refused the error a
+        TokenReview's status reports, as kube-apiserver words it: ``invalid bearer
+        token`` alone when no authenticator claims the token (not a JWT, or not of this
+        issuer), with the service account authenticator's reason otherwise (a signature
+        not of this server's key, the account deleted)."""
         if (username := self._static.get(token)) is not None:
             return user_named(username), ()
         issued = self._issued.get(token)
         if issued is None:
-            return None
+            if _issuer(token) != ISSUER:
+                return _REFUSED
+            return f"[{_REFUSED}, square/go-jose: error in cryptographic primitive]"
+        if uid_of("serviceaccounts", issued.namespace, issued.name) is None:
+            return f'[{_REFUSED}, serviceaccounts "{issued.name}" not found]'
         gone = uid_of("serviceaccounts", issued.namespace, issued.name) != issued.uid or (
             issued.bound is not None and uid_of(issued.bound[0], issued.namespace,
                                                 issued.bound[1]) != issued.bound[2])
         if now >= issued.expires or gone:
-            del self._issued[token]
-            return None
+            return f"[{_REFUSED}, token lookup failed]"
         return (service_account_user(issued.namespace, issued.name, issued.uid),
                 issued.audiences)
+
+
+def _issuer(token: str) -> object:
+    """The ``iss`` claim of a JWT's payload; None when ``token`` is no JWT."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = orjson.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, orjson.JSONDecodeError):
+        return None
+    return claims.get("iss") if isinstance(claims, dict) else None
 
 
 def _b64(raw: bytes) -> str:

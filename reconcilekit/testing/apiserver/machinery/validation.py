@@ -11,14 +11,15 @@ cluster would. Per-kind rules are in :mod:`..registry.strategies`, CRD specs in
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...._foundations.go_compat import go_quote, go_slice
+from ...._foundations.go_compat import go_quote, go_slice, go_value
 from .status import Cause
 
 __all__ = ["STANDARD_FINALIZERS", "config_key_errors", "dns_label_errors",
-           "dns_subdomain_errors", "invalid", "invalid_slice", "label_value_errors",
+           "dns_subdomain_errors", "forbidden", "invalid", "invalid_slice",
+           "label_value_errors", "not_supported",
            "path_segment_problems", "qualified_name_errors", "regex_error", "required",
            "validate_name", "validate_object_meta"]
 
@@ -237,6 +238,17 @@ def _go_owner(ref: Mapping[str, Any], at: int) -> str:
 def required(field: str, detail: str = "") -> Cause:
     return Cause("FieldValueRequired", f"Required value: {detail}" if detail else
                  "Required value", field)
+
+
+def not_supported(field: str, value: Any, supported: Iterable[str]) -> Cause:
+    """``field.NotSupported``: the value and the supported ones, as Go's ``%q``."""
+    shown = go_quote(value) if isinstance(value, str) else go_value(value)
+    return Cause("FieldValueNotSupported", f"Unsupported value: {shown}: supported values: "
+                 + ", ".join(go_quote(v) for v in supported), field)
+
+
+def forbidden(field: str, detail: str) -> Cause:
+    return Cause("FieldValueForbidden", f"Forbidden: {detail}", field)
 
 
 def invalid_slice(field: str, values: list[Any], detail: str,

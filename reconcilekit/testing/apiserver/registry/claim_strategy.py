@@ -1,4 +1,5 @@
-"""The PersistentVolumeClaim and PersistentVolume strategies, as kube-apiserver 1.28 has them.
+"""The PersistentVolumeClaim, PersistentVolume and StorageClass strategies, as
+kube-apiserver 1.28 has them.
 
 Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_claims.py``):
 
@@ -33,13 +34,14 @@ from ..machinery.quantity import parse_quantity
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
-from ..machinery.validation import invalid
+from ..machinery.validation import forbidden, invalid, not_supported, required
 from .claim_diff import claim_spec_diff
 from .default_storage_class import set_default_storage_class
 from .strategy import StoredObjects, Strategy
 
 __all__ = ["PV_PROTECTION", "PVC_PROTECTION", "PersistentVolumeClaimStrategy",
-           "PersistentVolumeStrategy", "default_claim", "default_claim_template"]
+           "PersistentVolumeStrategy", "StorageClassStrategy", "default_claim",
+           "default_claim_template"]
 
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
@@ -113,13 +115,39 @@ class _StorageObjectStrategy(Strategy):
         self.default(obj)
 
 
+# PersistentVolumeSource's fields: a volume has one
+_VOLUME_SOURCES = frozenset({
+    "gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd",
+    "iscsi", "cinder", "cephfs", "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume",
+    "quobyte", "azureDisk", "photonPersistentDisk", "portworxVolume", "scaleIO", "local",
+    "storageos", "csi"})
+
+
+_ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
+
+
 class PersistentVolumeStrategy(_StorageObjectStrategy):
-    """PersistentVolumes: defaulted, protected while bound."""
+    """PersistentVolumes: defaulted, protected while bound; created with access modes, a
+    capacity and a volume source (``ValidatePersistentVolumeSpec``'s first checks)."""
 
     finalizer = PV_PROTECTION
 
     def default(self, obj: Obj) -> None:
         default_volume(obj)
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        spec = _dict(obj, "spec") or {}
+        causes = [required(f"spec.{name}") for name in ("accessModes", "capacity")
+                  if not spec.get(name)]
+        if not spec.get("capacity"):
+            causes.append(Cause("FieldValueNotSupported", "Unsupported value: "
+                                'core.ResourceList(nil): supported values: "storage"',
+                                "spec.capacity"))
+        causes += [not_supported("spec.accessModes", mode, _ACCESS_MODES)
+                   for mode in spec.get("accessModes") or () if mode not in _ACCESS_MODES]
+        if not _VOLUME_SOURCES & {k for k, v in spec.items() if v is not None}:
+            causes.append(required("spec", "must specify a volume type"))
+        return causes
 
 
 def _requested(spec: Obj) -> object:
@@ -172,3 +200,39 @@ def _quantity(value: object) -> Fraction | None:
 def _less(a: object, b: object) -> bool:
     first, second = _quantity(a), _quantity(b)
     return first is not None and second is not None and first < second
+
+
+class StorageClassStrategy(Strategy):
+    """StorageClasses (``SetDefaults_StorageClass``, ``ValidateStorageClass[Update]``):
+    ``reclaimPolicy`` defaults to Delete and ``volumeBindingMode`` to Immediate; a
+    provisioner is required, the reclaim policy Delete or Retain; the provisioner,
+    parameters, reclaim policy and binding mode may not change. Its DELETE answers
+    with the deleted object."""
+
+    return_deleted_object = True
+
+    def default(self, obj: Obj) -> None:
+        if not obj.get("reclaimPolicy"):
+            obj["reclaimPolicy"] = "Delete"
+        if not obj.get("volumeBindingMode"):
+            obj["volumeBindingMode"] = "Immediate"
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        causes = [] if obj.get("provisioner") else [required("provisioner")]
+        policy = obj.get("reclaimPolicy")
+        if policy not in ("Delete", "Retain"):
+            causes.append(not_supported("reclaimPolicy", policy, ("Delete", "Retain")))
+        mode = obj.get("volumeBindingMode")
+        if mode not in ("Immediate", "WaitForFirstConsumer"):
+            causes.append(not_supported("volumeBindingMode", mode,
+                                        ("Immediate", "WaitForFirstConsumer")))
+        return causes
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        causes = [forbidden(name, f"updates to {name} are forbidden.")
+                  for name in ("parameters", "provisioner", "reclaimPolicy")
+                  if (old.get(name) or None) != (new.get(name) or None)]
+        if old.get("volumeBindingMode") != new.get("volumeBindingMode"):
+            causes.append(invalid("volumeBindingMode", new.get("volumeBindingMode"),
+                                  "field is immutable"))
+        return causes

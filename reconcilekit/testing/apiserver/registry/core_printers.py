@@ -15,7 +15,8 @@ from typing import Any
 from .printing import container_cells, format_labels, load_balancer_addresses, or_none
 from .table_convertor import age
 
-__all__ = ["configmap_cells", "endpoints_cells", "event_cells", "namespace_cells", "node_cells",
+__all__ = ["component_status_cells", "configmap_cells", "endpoints_cells", "event_cells",
+           "namespace_cells", "node_cells",
            "persistent_volume_claim_cells", "persistent_volume_cells", "pod_cells",
            "pod_template_cells", "replication_controller_cells", "resource_quota_cells",
            "secret_cells", "service_account_cells", "service_cells"]
@@ -246,3 +247,14 @@ def resource_quota_cells(obj: Obj, now: float) -> list[Any]:
         shown = f"{name}: {used.get(name, '0')}/{hard[name]}"
         (limits if name.split(".")[0] == "limits" and "." in name else requests).append(shown)
     return [_meta(obj)["name"], _created(obj, now), ", ".join(requests), ", ".join(limits)]
+
+
+def component_status_cells(obj: Obj, now: float) -> list[Any]:
+    """printComponentStatus: the Healthy condition's status, message and error."""
+    status, message, error = "Unknown", "", ""
+    for condition in obj.get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "Healthy":
+            status = "Healthy" if condition.get("status") == "True" else "Unhealthy"
+            message, error = condition.get("message", ""), condition.get("error", "")
+            break
+    return [_meta(obj)["name"], status, message, error]

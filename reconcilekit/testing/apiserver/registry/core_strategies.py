@@ -30,7 +30,12 @@ from ..machinery.decoding import bytes_map, string_map
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause
 from ..machinery.unstructured import Obj
-from ..machinery.validation import STANDARD_FINALIZERS, invalid, qualified_name_errors
+from ..machinery.validation import (
+    STANDARD_FINALIZERS,
+    forbidden,
+    invalid,
+    qualified_name_errors,
+)
 from .core_printers import event_cells
 from .core_validation import (
     immutable_when_set,
@@ -113,7 +118,7 @@ def _label_namespace(obj: Obj) -> None:
 
 class ReturnsDeletedStrategy(Strategy):
     """A kind without rules of its own here whose DELETE answers with the deleted object
-    (its registry's ReturnDeletedObject: ServiceAccounts, StorageClasses)."""
+    (its registry's ReturnDeletedObject: ServiceAccounts)."""
 
     return_deleted_object = True
 
@@ -165,7 +170,34 @@ class PodStrategy(Strategy):
 
 
 class NodeStrategy(Strategy):
-    """Nodes: created NotReady-tainted by the TaintNodesByCondition admission plugin."""
+    """Nodes: created NotReady-tainted by the TaintNodesByCondition admission plugin;
+    ``spec.podCIDRs`` and ``spec.podCIDR`` kept together as kube-apiserver's v1
+    conversion keeps them (``podCIDR`` alone gives ``podCIDRs: [podCIDR]``;
+    ``podCIDRs`` gives ``podCIDR`` its first, and a different ``podCIDR`` is put
+    before them), which may not change once set."""
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        cidrs, cidr = spec.get("podCIDRs"), spec.get("podCIDR")
+        if isinstance(cidrs, list) and cidrs:
+            if cidr and cidr != cidrs[0]:  # podCIDR first, then the list
+                spec["podCIDRs"] = [cidr, *cidrs]
+            spec["podCIDR"] = spec["podCIDRs"][0]
+        elif cidr:
+            spec["podCIDRs"] = [cidr]
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        """ValidateNodeUpdate: pod CIDRs once set may not change."""
+        before = (old.get("spec") or {}).get("podCIDRs") or []
+        after = (new.get("spec") or {}).get("podCIDRs") or []
+        if not before or before == after:
+            return []
+        changed = 1 if len(before) != len(after) else sum(
+            a != b for a, b in zip(before, after, strict=True))
+        return [forbidden("spec.podCIDRs", 'node updates may not change podCIDR except '
+                          'from "" to valid')] * changed
 
     def admit(self, obj: Obj, namespace: str, stored: StoredObjects) -> None:
         spec = obj.get("spec")

@@ -1,6 +1,7 @@
 """The Service strategy, as kube-apiserver 1.28 has it (and the Ingress one, which
 shares its create-time ``status.loadBalancer: {}``, and whose rule paths must be
-absolute).
+absolute; and those of the other kinds that say where traffic goes: Endpoints,
+EndpointSlices, NetworkPolicies).
 
 Measured on kube-apiserver v1.28.7 (``tests/testing/test_apiserver_workloads.py``):
 a create stores ``status.loadBalancer: {}`` and allocates a cluster IP (from
@@ -25,11 +26,12 @@ from ...._foundations.go_compat import go_quote
 from ..machinery.resources import ResourceType
 from ..machinery.status import Cause, StatusError
 from ..machinery.unstructured import Obj
-from ..machinery.validation import invalid
+from ..machinery.validation import invalid, not_supported
 from .strategy import Strategy
 from .workload_defaults import default_service, spec_of
 
-__all__ = ["EndpointSliceStrategy", "IngressStrategy", "ServiceStrategy"]
+__all__ = ["EndpointSliceStrategy", "EndpointsStrategy", "IngressStrategy",
+           "NetworkPolicyStrategy", "ServiceStrategy"]
 
 _SERVICE_CIDR = ipaddress.ip_network("10.0.0.0/24")
 
@@ -197,6 +199,8 @@ def _allocate(spec: Obj, existing: list[Obj]) -> None:
 def _service_ports(spec: Obj) -> list[Cause]:
     causes = []
     ports = [p for p in spec.get("ports") or () if isinstance(p, dict)]
+    if not ports and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
+        causes.append(Cause("FieldValueRequired", "Required value", "spec.ports"))
     for i, port in enumerate(ports):
         path = f"spec.ports[{i}]"
         if len(ports) > 1 and not port.get("name"):
@@ -210,9 +214,147 @@ def _service_ports(spec: Obj) -> list[Cause]:
 
 
 
+def _default_protocols(ports: Any) -> None:
+    """``SetDefaults_EndpointPort`` and ``SetDefaults_NetworkPolicyPort``: TCP."""
+    for port in ports if isinstance(ports, list) else ():
+        if isinstance(port, dict) and port.get("protocol") is None:
+            port["protocol"] = "TCP"
+
+
+def special_ip_problems(address: str) -> list[str]:
+    """``ValidateNonSpecialIP``: why ``address`` may not be an endpoint's."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return ["must be a valid IP address"]
+    problems = []
+    if ip.is_unspecified:
+        problems.append(f"may not be unspecified ({address})")
+    if ip.is_loopback:
+        problems.append("may not be in the loopback range (127.0.0.0/8, ::1/128)")
+    if ip.is_link_local and not ip.is_multicast:
+        problems.append("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
+    if (ip in _LINK_LOCAL_MULTICAST) if ip.version == 4 else (
+            ip.packed[0] == 0xFF and ip.packed[1] & 0x0F == 0x02):
+        problems.append("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
+    return problems
+
+
+_LINK_LOCAL_MULTICAST = ipaddress.ip_network("224.0.0.0/24")
+
+
+class EndpointsStrategy(Strategy):
+    """Endpoints: each subset's ports' ``protocol`` defaults to TCP; each address is an
+    IP address no endpoint may be refused for (``IsValidIP``, then
+    ``ValidateNonSpecialIP``), each port number 1-65535."""
+
+    def default(self, obj: Obj) -> None:
+        for subset in obj.get("subsets") or ():
+            if isinstance(subset, dict):
+                _default_protocols(subset.get("ports"))
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        causes: list[Cause] = []
+        for i, subset in enumerate(obj.get("subsets") or ()):
+            if not isinstance(subset, dict):
+                continue
+            for kind in ("addresses", "notReadyAddresses"):
+                for j, address in enumerate(subset.get(kind) or ()):
+                    ip = str(address.get("ip", "")) if isinstance(address, dict) else ""
+                    path = f"subsets[{i}].{kind}[{j}].ip"
+                    if not _is_ip(ip):
+                        causes.append(invalid(path, ip, "must be a valid IP address, "
+                                              "(e.g. 10.9.8.7 or 2001:db8::ffff)"))
+                    causes += [invalid(path, ip, problem)
+                               for problem in special_ip_problems(ip)]
+            for j, port in enumerate(subset.get("ports") or ()):
+                number = port.get("port") if isinstance(port, dict) else None
+                if isinstance(number, int) and not 1 <= number <= 65535:
+                    causes.append(invalid(f"subsets[{i}].ports[{j}].port", number,
+                                          "must be between 1 and 65535, inclusive"))
+        return causes
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+class NetworkPolicyStrategy(Strategy):
+    """NetworkPolicies (``SetDefaults_NetworkPolicy``): each rule's ports' ``protocol``
+    defaults to TCP, and ``policyTypes``, when empty, to ``[Ingress]``, with ``Egress``
+    after it when there are egress rules."""
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        for direction in ("ingress", "egress"):
+            for rule in spec.get(direction) or ():
+                if isinstance(rule, dict):
+                    _default_protocols(rule.get("ports"))
+        if not spec.get("policyTypes"):
+            spec["policyTypes"] = ["Ingress", *(["Egress"] if spec.get("egress") else [])]
+
+    def validate(self, obj: Obj, namespace: str) -> list[Cause]:
+        """validateNetworkPolicyPort's protocols, ValidateIPBlock's CIDRs."""
+        spec = _spec(obj)
+        causes: list[Cause] = []
+        for direction in ("ingress", "egress"):
+            for i, rule in enumerate(spec.get(direction) or ()):
+                ports = rule.get("ports") if isinstance(rule, dict) else None
+                for j, port in enumerate(ports if isinstance(ports, list) else ()):
+                    protocol = port.get("protocol") if isinstance(port, dict) else None
+                    if protocol is not None and protocol not in _POLICY_PROTOCOLS:
+                        causes.append(not_supported(
+                            f"spec.{direction}[{i}].ports[{j}].protocol", protocol,
+                            _POLICY_PROTOCOLS))
+                side = "from" if direction == "ingress" else "to"
+                peers = rule.get(side) if isinstance(rule, dict) else None
+                for j, peer in enumerate(peers if isinstance(peers, list) else ()):
+                    block = peer.get("ipBlock") if isinstance(peer, dict) else None
+                    if isinstance(block, dict):
+                        causes += _ip_block(block, f"spec.{direction}[{i}].{side}[{j}].ipBlock")
+        return causes
+
+    def validate_update(self, obj: Obj, old: Obj, namespace: str) -> list[Cause]:
+        """ValidateUpdate: the spec's rules twice, as kube-apiserver checks them both in
+        ValidateNetworkPolicy and ValidateNetworkPolicyUpdate."""
+        causes = self.validate(obj, namespace)
+        return causes + causes
+
+
+def _ip_block(block: Obj, path: str) -> list[Cause]:
+    """ValidateIPBlock: ``cidr`` and each ``except`` entry a CIDR."""
+    cidr = block.get("cidr")
+    if not cidr:
+        return [Cause("FieldValueRequired", "Required value", f"{path}.cidr")]
+    if not _is_cidr(str(cidr)):
+        return [invalid(f"{path}.cidr", cidr, "not a valid CIDR")]
+    return [invalid(f"{path}.except[{i}]", value, "not a valid CIDR")
+            for i, value in enumerate(block.get("except") or ()) if not _is_cidr(str(value))]
+
+
+def _is_cidr(text: str) -> bool:
+    """Go's ``net.ParseCIDR``: an address, a slash and a prefix length."""
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return "/" in text
+
+
+_POLICY_PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
 class EndpointSliceStrategy(Strategy):
     """EndpointSlices: each port's ``name`` defaults to "" and ``protocol`` to TCP
-    (``SetDefaults_EndpointPort``), and no two ports share a name."""
+    (``SetDefaults_EndpointPort``), and no two ports share a name; each address is one
+    of the ``addressType`` (IPv4, IPv6; FQDN is not checked here), which may not
+    change."""
 
     def default(self, obj: Obj) -> None:
         for port in obj.get("ports") or ():
@@ -230,4 +372,31 @@ class EndpointSliceStrategy(Strategy):
                                     if isinstance(name, str) else f"Duplicate value: {name}",
                                     f"ports[{i}].name"))
             seen.add(name)
-        return causes
+        return _slice_addresses(obj) + causes
+
+    def immutable(self, old: Obj, new: Obj) -> list[Cause]:
+        if old.get("addressType") != new.get("addressType"):
+            return [invalid("addressType", new.get("addressType"), "field is immutable")]
+        return []
+
+
+_ADDRESS_VERSIONS = {"IPv4": 4, "IPv6": 6}
+
+
+def _slice_addresses(obj: Obj) -> list[Cause]:
+    """validateEndpoints' addresses: each an IP address of the slice's family."""
+    version = _ADDRESS_VERSIONS.get(str(obj.get("addressType")))
+    causes: list[Cause] = []
+    for i, endpoint in enumerate(obj.get("endpoints") or () if version else ()):
+        addresses = endpoint.get("addresses") if isinstance(endpoint, dict) else None
+        for j, address in enumerate(addresses if isinstance(addresses, list) else ()):
+            try:
+                ok = ipaddress.ip_address(str(address)).version == version
+            except ValueError:
+                ok = False
+            if not ok:
+                causes.append(invalid(f"endpoints[{i}].addresses[{j}]", address,
+                                      f"must be a valid IPv{version} address"))
+            causes += [invalid(f"endpoints[{i}].addresses[{j}]", address, problem)
+                       for problem in special_ip_problems(str(address))]
+    return causes

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from .access_strategies import DisruptionBudgetStrategy, RoleBindingStrategy
 from .autoscaler_strategy import HorizontalPodAutoscalerStrategy
-from .claim_strategy import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
+from .claim_strategy import (
+    PersistentVolumeClaimStrategy,
+    PersistentVolumeStrategy,
+    StorageClassStrategy,
+)
 from .core_printers import (
+    component_status_cells,
     configmap_cells,
     endpoints_cells,
     namespace_cells,
@@ -56,7 +61,13 @@ from .group_printers import (
     stateful_set_cells,
     storage_class_cells,
 )
-from .service_strategy import EndpointSliceStrategy, IngressStrategy, ServiceStrategy
+from .service_strategy import (
+    EndpointSliceStrategy,
+    EndpointsStrategy,
+    IngressStrategy,
+    NetworkPolicyStrategy,
+    ServiceStrategy,
+)
 from .strategy import Strategy, StrategyTable
 from .workload_strategies import (
     ControllerRevisionStrategy,
@@ -83,8 +94,9 @@ def builtin_strategies() -> StrategyTable:
             ("", "configmaps", ConfigMapStrategy(cells=configmap_cells)),
             ("", "secrets", SecretStrategy(cells=secret_cells)),
             ("", "serviceaccounts", ReturnsDeletedStrategy(cells=service_account_cells)),
+            ("", "componentstatuses", Strategy(cells=component_status_cells)),
             ("", "services", ServiceStrategy(cells=service_cells)),
-            ("", "endpoints", Strategy(cells=endpoints_cells)),
+            ("", "endpoints", EndpointsStrategy(cells=endpoints_cells)),
             ("", "nodes", NodeStrategy(cells=node_cells)),
             ("", "limitranges", LimitRangeStrategy()),
             ("", "persistentvolumes", PersistentVolumeStrategy(cells=persistent_volume_cells)),
@@ -107,14 +119,14 @@ def builtin_strategies() -> StrategyTable:
             ("autoscaling", "horizontalpodautoscalers", HorizontalPodAutoscalerStrategy()),
             ("networking.k8s.io", "ingresses", IngressStrategy(cells=ingress_cells)),
             ("networking.k8s.io", "ingressclasses", Strategy(cells=ingress_class_cells)),
-            ("networking.k8s.io", "networkpolicies", Strategy(cells=network_policy_cells)),
+            ("networking.k8s.io", "networkpolicies",
+             NetworkPolicyStrategy(cells=network_policy_cells)),
             ("policy", "poddisruptionbudgets", DisruptionBudgetStrategy(cells=pdb_cells)),
             ("rbac.authorization.k8s.io", "rolebindings",
              RoleBindingStrategy(cells=role_binding_cells)),
             ("rbac.authorization.k8s.io", "clusterrolebindings",
              RoleBindingStrategy(cells=role_binding_cells)),
-            ("storage.k8s.io", "storageclasses",
-             ReturnsDeletedStrategy(cells=storage_class_cells)),
+            ("storage.k8s.io", "storageclasses", StorageClassStrategy(cells=storage_class_cells)),
             ("scheduling.k8s.io", "priorityclasses", Strategy(cells=priority_class_cells)),
             ("node.k8s.io", "runtimeclasses", Strategy(cells=runtime_class_cells)),
             ("discovery.k8s.io", "endpointslices",

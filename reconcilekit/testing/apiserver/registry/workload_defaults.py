@@ -158,6 +158,11 @@ def default_cronjob(spec: Obj) -> None:
 def default_service(spec: Obj) -> None:
     kind = spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
+    if spec["sessionAffinity"] == "ClientIP":  # DefaultClientIPServiceAffinitySeconds
+        config = spec.get("sessionAffinityConfig")
+        client_ip = config.get("clientIP") if isinstance(config, dict) else None
+        if not isinstance(client_ip, dict) or client_ip.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
     if kind != "ExternalName":
         spec.setdefault("internalTrafficPolicy", "Cluster")
     if kind in ("NodePort", "LoadBalancer"):

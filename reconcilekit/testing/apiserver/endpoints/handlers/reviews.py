@@ -83,10 +83,10 @@ def _token_status(review: Obj, tokens: TokenAuthenticator, now: float,
                   uid_of: UidLookup) -> dict[str, Any]:
     spec = review.get("spec") or {}
     token = str(spec.get("token", ""))
-    found = tokens.authenticate(token, now, uid_of) if token else None
+    found = tokens.review(token, now, uid_of) if token else "invalid bearer token"
     wanted = list(spec.get("audiences") or ())
-    if found is None:
-        return {"user": {}, "error": "[invalid bearer token, token lookup failed]"}
+    if isinstance(found, str):
+        return {"user": {}, "error": found}
     user, audiences = found
     good_for = list(audiences) or [API_AUDIENCE]
     if wanted and not set(wanted) & set(good_for):
@@ -105,7 +105,7 @@ _COMPONENTS = (("scheduler", 10259), ("controller-manager", 10257))
 
 def component_statuses(name: str | None) -> dict[str, Any]:
     """``GET componentstatuses[/NAME]`` (deprecated), as kube-apiserver answers it with no
-    scheduler or controller manager running (404 for another name)."""
+    scheduler or controller manager running (another name is its 500)."""
     items: list[dict[str, Any]] = [
         {"metadata": {"name": component, "creationTimestamp": None}, "conditions": [{
             "type": "Healthy", "status": "False",
@@ -120,5 +120,5 @@ def component_statuses(name: str | None) -> dict[str, Any]:
     for item in items:
         if item["metadata"]["name"] == name:
             return {"kind": "ComponentStatus", "apiVersion": "v1", **item}
-    raise StatusError(404, "NotFound", f'Component not found: {name}',
-                      {"name": name, "kind": "componentstatuses"})
+    # kube-apiserver's plain error becomes a 500 with neither reason nor details
+    raise StatusError(500, "", f"Component not found: {name}")
