@@ -26,6 +26,8 @@ from reconcilekit.testing._pytest_plugin import backend
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 TIMEOUT = 300  # seconds a step may take: a bound for a loaded machine, not a timing
+DOCUMENTED_TREE = ROOT / "docs" / "scaffolding.md"
+TREE_ENTRY = re.compile(r"^((?:│   |    )*)[├└]── (\S+)")
 HEADERS = {"in-process": "the in-process API server",  # the pytest plugin's header line
            "control-plane": "kube-apiserver started from", "kubeconfig": "the cluster of"}
 
@@ -58,6 +60,36 @@ def manifests(project: Path) -> list[dict[str, Any]]:
 def ruff(project: Path) -> None:
     done = in_project(project, BIN / "ruff", "check", "--no-cache", ".")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def documented_tree(page: Path, root: str) -> list[str]:
+    """The files of the tree drawn in ``page``'s code block that begins ``root/``, as paths
+    under it: an entry ending in ``/`` is a folder, its children indented one step more."""
+    text, opening = page.read_text(), f"```\n{root}/\n"
+    block = text[text.index(opening) + len(opening):]
+    folders: list[str] = []
+    files = []
+    for line in block[:block.index("```")].splitlines():
+        entry = TREE_ENTRY.match(line)
+        assert entry, f"{page}: not a tree entry: {line!r}"
+        depth, name = len(entry[1]) // 4, entry[2]
+        del folders[depth:]
+        if name.endswith("/"):
+            folders.append(name)
+        else:
+            files.append("".join(folders) + name)
+    return sorted(files)
+
+
+def test_the_documented_tree_is_every_file_init_writes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "website-operator"
+    assert scaffold("init", str(project), "--domain", "example.com",
+                    "--group", "web", "--version", "v1", "--kind", "Website") == 0
+    capsys.readouterr()
+    written = sorted(str(path.relative_to(project)) for path in project.rglob("*")
+                     if path.is_file())
+    assert documented_tree(DOCUMENTED_TREE, "website-operator") == written
 
 
 @pytest.mark.timeout(900)
