@@ -83,8 +83,8 @@ def test_the_committed_manifests_are_what_the_generator_writes(
 
 def test_the_operator_and_its_tests_are_typed_with_no_cast(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """``mypy --strict`` on what the author writes (the helpers imported from elsewhere
-    are read, not judged), no ``cast`` and no ``type: ignore`` in it."""
+    """``mypy --strict`` on what the author writes (the modules it imports from
+    elsewhere are read, not judged), no ``cast`` and no ``type: ignore`` in it."""
     written = [HERE / "kvstore_operator.py", Path(__file__)]
     assert not [p.name for p in written if UNCHECKED.search(p.read_text())]
     monkeypatch.setenv("MYPYPATH", str(HERE.parents[1]))
