@@ -80,21 +80,32 @@ def _included(text: str) -> list[str]:
 
 
 def test_every_file_a_page_includes_exists() -> None:
-    """mkdocs fails on a missing include too (check_paths); this says so in the tests."""
+    """mkdocs fails on a missing include too (check_paths); this says so in the tests, and
+    of a part (``path:name``), that the file marks it (an unmarked part includes nothing)."""
     for page in sorted(DOCS.rglob("*.md")):
-        for path in _included(page.read_text()):
+        for included in _included(page.read_text()):
+            path, _, part = included.partition(":")
             assert (ROOT / path).is_file(), \
                 f"{page.relative_to(DOCS)} includes {path}: no such file"
+            text = (ROOT / path).read_text()
+            assert not part or all(f"# --8<-- [{end}:{part}]" in text
+                                   for end in ("start", "end")), \
+                f"{page.relative_to(DOCS)} includes {included}: no such part in {path}"
 
 
 def test_the_tutorial_shows_the_example_package_and_its_test() -> None:
-    """The tutorial's code is examples/configmap_to_secret and its test, included as they
-    are, with no second copy: tests/examples runs them on both backends (and runs the
-    package's command until SIGTERM), which is what keeps the tutorial working."""
+    """The tutorial's code is examples/configmap_to_secret and its test, then parts of the
+    KVStore operator and its test, included as they are, with no second copy: tests/examples
+    runs them on both backends (and runs the package's command until SIGTERM, and mypy
+    --strict on the KVStore files), which is what keeps the tutorial working."""
     text = (DOCS / "tutorial.md").read_text()
+    kvstore = "tests/examples/kvstore_operator.py"
     assert _included(text) == ["examples/configmap_to_secret/operator.py",
                                "tests/examples/test_configmap_to_secret.py",
-                               "examples/configmap_to_secret/__main__.py"]
+                               "examples/configmap_to_secret/__main__.py",
+                               f"{kvstore}:kind", f"{kvstore}:reconcile",
+                               f"{kvstore}:status", f"{kvstore}:cleanup",
+                               "tests/examples/test_kvstore.py:scale"]
     blocks = _python_blocks(text)
     assert blocks and all(SNIPPET.fullmatch(b.strip()) for b in blocks), \
         "every python block of the tutorial is an included file"

@@ -262,7 +262,8 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
                        reaper: NamespaceSink | None = None,
                        delete_at_end: Callable[[str], None] | None = None,
                        timing: RemovalTiming | None = None,
-                       controllers: Iterable[str] = ("*",)) -> AsyncIterator[Cluster]:
+                       controllers: Iterable[str] = ("*",),
+                       namespace_controller: bool = True) -> AsyncIterator[Cluster]:
     """The in-process server, or a real API server in a fresh namespace of the test's own.
 
     A real server is named by ``kubeconfig`` (a path) or by a kubernetes-asyncio
@@ -284,7 +285,10 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
     :meth:`Cluster.delete_at_end` go to ``delete_at_end`` (the session's) or
     are deleted at the end of the block, once the namespace is gone.
     ``controllers`` chooses the in-process server's controllers (see
-    :class:`APIServer`); a real cluster runs its own.
+    :class:`APIServer`); a real cluster runs its own. ``namespace_controller=False``
+    says that no kube-controller-manager runs (a :class:`ControlPlane` without
+    it, as from envtest's binaries): the namespace is then emptied and finalized
+    here (a ``reaper`` is told so when it is made).
     """
     if kubeconfig is None and configuration is None:
         async with APIServer(controllers=controllers,
@@ -324,7 +328,8 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
     finally:
         try:
             if created:
-                await _delete_namespace(cluster, reaper, test, timing or RemovalTiming.from_env())
+                await _delete_namespace(cluster, reaper, test, timing or RemovalTiming.from_env(),
+                                        namespace_controller=namespace_controller)
             if cluster._at_end:
                 problems = await delete_objects(cluster, cluster._at_end)
                 if problems:
@@ -334,7 +339,8 @@ async def open_cluster(kubeconfig: str | Path | None = None, *,
 
 
 async def _delete_namespace(cluster: Cluster, reaper: NamespaceSink | None,
-                            test: str, timing: RemovalTiming) -> None:
+                            test: str, timing: RemovalTiming, *,
+                            namespace_controller: bool) -> None:
     namespace = cluster.namespace
     deleted = await cluster.request("DELETE", f"/api/v1/namespaces/{namespace}")
     if deleted.status not in (200, 202, 404):
@@ -360,7 +366,8 @@ async def _delete_namespace(cluster: Cluster, reaper: NamespaceSink | None,
             return None if got.status == 404 else dict(got.body)
         return seen
 
-    removal = await remove_namespace(cluster, namespace, observe, timing, owner=test)
+    removal = await remove_namespace(cluster, namespace, observe, timing, owner=test,
+                                     namespace_controller=namespace_controller)
     if removal.message is not None:
         raise NamespaceNotRemoved(removal.message)
 

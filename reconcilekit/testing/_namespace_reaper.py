@@ -70,9 +70,13 @@ class RemovalStatistics:
 class NamespaceReaper:
     """Waits for deleted test namespaces on its own thread; see the module docstring."""
 
-    def __init__(self, configuration: Any, timing: RemovalTiming | None = None) -> None:
+    def __init__(self, configuration: Any, timing: RemovalTiming | None = None, *,
+                 namespace_controller: bool = True) -> None:
+        """``namespace_controller=False``: no kube-controller-manager runs, so the reaper
+        empties and finalizes each namespace itself (see :func:`remove_namespace`)."""
         self.session = secrets.token_hex(4)
         self.timing = timing or RemovalTiming.from_env()
+        self.namespace_controller = namespace_controller
         self._configuration = copy.copy(configuration)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever,
@@ -155,8 +159,9 @@ class NamespaceReaper:
             return None if event.is_set() else self._seen.get(namespace, {})
 
         try:
-            removal = await remove_namespace(self.cluster(), namespace, observe, self.timing,
-                                             owner=owner)
+            removal = await remove_namespace(
+                self.cluster(), namespace, observe, self.timing, owner=owner,
+                namespace_controller=self.namespace_controller)
             message = removal.message
             self.statistics.add(removal)
         except Exception as e:  # the cluster went away: still the owner's failure

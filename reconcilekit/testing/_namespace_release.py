@@ -21,6 +21,13 @@ when it has any but ``kubernetes``, and the namespace's status conditions
 that are True (kube-controller-manager's ``NamespaceContentRemaining``,
 ``NamespaceFinalizersRemaining``, ...). The namespace's own finalizers are
 never removed: only what is in it is released.
+
+Without kube-controller-manager (envtest's binaries: etcd, kube-apiserver
+and kubectl) nothing deletes a deleted namespace's content nor removes its
+``kubernetes`` finalizer, so :func:`remove_namespace` told
+``namespace_controller=False`` does the namespace controller's work itself
+(:func:`empty_namespace`): at once, then every ``release_every`` seconds
+while the namespace stays.
 """
 
 from __future__ import annotations
@@ -35,8 +42,8 @@ import anyio
 from ._discovery import served_resources
 from ._requests import Requests
 
-__all__ = ["TIMEOUT_ENV", "Held", "Observe", "Removal", "RemovalTiming", "release_namespace",
-           "remove_namespace", "reports_content_left"]
+__all__ = ["TIMEOUT_ENV", "Held", "Observe", "Removal", "RemovalTiming", "empty_namespace",
+           "release_namespace", "remove_namespace", "reports_content_left"]
 
 TIMEOUT_ENV = "RECONCILEKIT_TEST_NAMESPACE_TIMEOUT"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -137,6 +144,38 @@ async def release_namespace(cluster: Requests, namespace: str) -> list[Held]:
     return found
 
 
+async def empty_namespace(cluster: Requests, namespace: str) -> list[Held]:
+    """What kube-controller-manager's namespace controller does for the deleted
+    ``namespace``, for a control plane that runs none: its content released
+    (:func:`release_namespace`), every namespaced collection deleted, then its
+    ``kubernetes`` finalizer removed and the namespace deleted again, which
+    removes it. Returns what :func:`release_namespace` found, and any collection
+    or step refused."""
+    found = await release_namespace(cluster, namespace)
+    for resource in (await served_resources(cluster)).resources:
+        if resource.namespaced and "deletecollection" in resource.verbs:
+            deleted = await cluster.request("DELETE", resource.path(namespace))
+            if deleted.status not in (200, 404, 405):
+                found.append(Held(str(resource), "*", problem=(
+                    f"deleting the collection answered {deleted.status}: "
+                    f"{_message(deleted.body)}")))
+    path = f"/api/v1/namespaces/{namespace}"
+    got = await cluster.request("GET", path)
+    if got.status != 200 or not isinstance(got.body, dict):
+        return found  # gone already
+    ns = got.body
+    spec = ns.get("spec") or {}
+    ns["spec"] = {**spec, "finalizers": [f for f in spec.get("finalizers") or ()
+                                         if f != "kubernetes"]}
+    finalized = await cluster.request("PUT", f"{path}/finalize", json=ns)
+    deleted = await cluster.request("DELETE", path)
+    for step, answer in (("finalizing it", finalized), ("deleting it", deleted)):
+        if answer.status not in (200, 202, 404, 409):
+            found.append(Held("Namespace", namespace, problem=(
+                f"{step} answered {answer.status}: {_message(answer.body)}")))
+    return found
+
+
 @dataclass(frozen=True)
 class Removal:
     """How a namespace went: ``message`` is None once gone, else what holds it;
@@ -155,7 +194,8 @@ def reports_content_left(namespace: dict[str, Any]) -> bool:
 
 
 async def remove_namespace(cluster: Requests, namespace: str, observe: Observe,
-                           timing: RemovalTiming, *, owner: str = "") -> Removal:
+                           timing: RemovalTiming, *, owner: str = "",
+                           namespace_controller: bool = True) -> Removal:
     """Wait for the deleted ``namespace`` to go, releasing its content when it lingers.
 
     A release pass is made when the namespace is still there ``release_after``
@@ -163,18 +203,23 @@ async def remove_namespace(cluster: Requests, namespace: str, observe: Observe,
     in it (``NamespaceContentRemaining`` or ``NamespaceFinalizersRemaining``),
     at most every ``release_every`` seconds, and once more at the timeout to
     name what holds it (``owner``, the test it was made for, named first).
+    With ``namespace_controller=False`` (no kube-controller-manager runs) the
+    pass is :func:`empty_namespace`, made at once and every ``release_every``
+    seconds while the namespace stays.
     """
     start = anyio.current_time()
     deadline = start + timing.timeout
     releases = 0
     last_release = float("-inf")
-    seen = await observe(min(timing.release_after, timing.timeout))
+    release = release_namespace if namespace_controller else empty_namespace
+    seen = await observe(min(timing.release_after, timing.timeout)) if namespace_controller \
+        else {}
     while seen is not None:
         now = anyio.current_time()
         timed_out = now >= deadline
-        if timed_out or (reports_content_left(seen)
-                         and now - last_release >= timing.release_every):
-            held = await _release_quietly(cluster, namespace)
+        lingers = reports_content_left(seen) or not namespace_controller
+        if timed_out or (lingers and now - last_release >= timing.release_every):
+            held = await _quietly(release, cluster, namespace)
             releases += 1
             last_release = anyio.current_time()
             if timed_out:  # asked directly: the freshest conditions, or gone after all
@@ -187,9 +232,10 @@ async def remove_namespace(cluster: Requests, namespace: str, observe: Observe,
     return Removal(None, releases, anyio.current_time() - start)
 
 
-async def _release_quietly(cluster: Requests, namespace: str) -> list[Held]:
+async def _quietly(release: Callable[[Requests, str], Awaitable[list[Held]]],
+                   cluster: Requests, namespace: str) -> list[Held]:
     try:
-        return await release_namespace(cluster, namespace)
+        return await release(cluster, namespace)
     except Exception as e:  # a transport error: said in the message if it is the last
         return [Held("release", "*", problem=f"{type(e).__name__}: {e}")]
 

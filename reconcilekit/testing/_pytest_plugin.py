@@ -4,9 +4,10 @@
 backends, chosen by the environment:
 
 * ``RECONCILEKIT_TEST_KUBECONFIG=PATH``: the existing cluster of that kubeconfig;
-* ``RECONCILEKIT_TEST_ASSETS=DIR`` (or envtest's ``KUBEBUILDER_ASSETS``): one
-  :class:`ControlPlane` (etcd, kube-apiserver, kube-controller-manager) from
-  those binaries, started on first use and shared by the whole session;
+* ``RECONCILEKIT_TEST_ASSETS=DIR`` (or envtest's ``KUBEBUILDER_ASSETS``, read
+  when the first is unset): one :class:`ControlPlane` (etcd, kube-apiserver, and
+  kube-controller-manager when the directory has it) from those binaries,
+  started on first use and shared by the whole session;
 * neither: a fresh in-process :class:`APIServer` per test (the default).
 
 On a real backend each test gets a namespace of its own (usable: its
@@ -16,8 +17,10 @@ a real backend:
 
 * the test's teardown deletes its namespace; a :class:`NamespaceReaper`
   waits for it to go in the background (releasing what holds it when it
-  lingers), and a namespace still there after the timeout is reported as an
-  error at teardown of the test it was made for, naming what holds it;
+  lingers; emptying and finalizing it itself on a control plane without
+  kube-controller-manager, as envtest's binaries make one), and a namespace
+  still there after the timeout is reported as an error at teardown of the
+  test it was made for, naming what holds it;
 * at the end of the session every namespace is settled, the objects given to
   :meth:`Cluster.delete_at_end` are deleted, and any cluster-scoped object
   (CRD, webhook configuration, APIService, ClusterRole, Namespace, ...)
@@ -209,12 +212,15 @@ class _Cleanup:
     locations: dict[str, tuple[str, int | None, str]] = field(default_factory=dict)
     statistics: str = ""
 
-    async def begin(self, configuration: Any) -> NamespaceReaper:
+    async def begin(self, configuration: Any, *,
+                    namespace_controller: bool = True) -> NamespaceReaper:
         """The session's first test on a real cluster: what the cluster holds now is
-        ``before``, and a reaper of test namespaces starts; returns it."""
+        ``before``, and a reaper of test namespaces starts (emptying them itself when
+        no ``namespace_controller`` runs); returns it."""
         if self.reaper is None:
             self.before = await _snapshot(configuration)
-            self.reaper = NamespaceReaper(configuration)
+            self.reaper = NamespaceReaper(configuration,
+                                          namespace_controller=namespace_controller)
         return self.reaper
 
     def end(self) -> None:
@@ -383,13 +389,15 @@ async def apiserver(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
         return
     state = _cleanup(request.config)
     kubeconfig: Path | str
+    namespace_controller = True  # a kubeconfig's cluster runs kube-controller-manager
     if kind == "control-plane":
         plane, kubeconfig = _control_plane()
         configuration = plane.configuration()
+        namespace_controller = plane.controller_manager
     else:
         kubeconfig = os.environ[KUBECONFIG_ENV]
         configuration = await state.kubeconfig_configuration(kubeconfig)
-    reaper = await state.begin(configuration)
+    reaper = await state.begin(configuration, namespace_controller=namespace_controller)
     nodeid = request.node.nodeid
 
     def delete_at_end(path: str) -> None:

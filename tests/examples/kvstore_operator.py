@@ -1,12 +1,18 @@
 """A replicated key-value store operator, as an operator author would write one: each
 ``KVStore`` runs as a StatefulSet (a claim per replica) behind a headless Service, with
-a PodDisruptionBudget keeping a quorum, and reports how many replicas are ready; a
-finalizer deletes the claims the StatefulSet leaves behind when the KVStore goes.
+a PodDisruptionBudget keeping a quorum, and reports how many replicas are ready in a
+``Ready`` condition; a finalizer deletes the claims the StatefulSet leaves behind when
+the KVStore goes. One replica of the operator works at a time (leader election).
+
+The kind is defined here, in Python: its CRD (CEL rules, defaults, the scale
+subresource, printer columns) and the operator's RBAC (what the cache watches, the
+Lease, what the reconciler declares in ``permissions``) are generated from this file
+into ``kvstore_manifests/`` (COMMAND), and a test keeps them up to date.
 
 Typed end to end, with no ``cast``: the kind's shape flows through the cache, the
 client (scale subresource included), ``finalize``, ``create_or_patch``, the ownership
 and condition helpers and the builder's predicates and mappers; ``mypy --strict``
-checks it (CI runs it on this file).
+checks it (a test runs it on this file).
 
 Its tests (``test_kvstore.py``) run unchanged on the in-process server and on
 kube-apiserver with kube-controller-manager: the StatefulSet's Pods, claims and status,
@@ -21,6 +27,7 @@ from typing import Annotated, NotRequired, TypedDict
 from reconcilekit import (
     Cache,
     Client,
+    LeaderElection,
     Manager,
     NotFound,
     Reconciler,
@@ -29,7 +36,18 @@ from reconcilekit import (
     predicate,
 )
 from reconcilekit.conditions import set_status_condition
-from reconcilekit.crd import CustomKind, Default, Minimum, MinLength, PrinterColumn, Scale, Version
+from reconcilekit.crd import (
+    CustomKind,
+    Default,
+    Maximum,
+    Minimum,
+    MinLength,
+    Pattern,
+    PrinterColumn,
+    Rule,
+    Scale,
+    Version,
+)
 from reconcilekit.finalizers import CleanupDone, CleanupResult, finalize
 from reconcilekit.kinds import (
     PERSISTENT_VOLUME_CLAIMS,
@@ -45,20 +63,28 @@ from reconcilekit.kinds import (
 )
 from reconcilekit.kinds.core_v1 import Container
 from reconcilekit.ownership import set_controller_reference
+from reconcilekit.rbac import Permission, blocks_owner_deletion
 from reconcilekit.upsert import create_or_patch
 
+COMMAND = ("python -m reconcilekit manifests kvstore_operator:build "
+           "--out kvstore_manifests")  # run in tests/examples
 PORT = 6379
 FINALIZER = "test.reconcilekit.dev/claims"
 
 
+# --8<-- [start:kind]
 class KVStoreSpec(TypedDict):
     image: Annotated[str, MinLength(1)]
-    replicas: NotRequired[Annotated[int, Minimum(1), Default(3)]]
+    replicas: NotRequired[Annotated[int, Minimum(1), Maximum(9), Default(3), Rule(
+        "self % 2 == 1", message="must be odd: a quorum is a majority of the replicas")]]
+    storage: NotRequired[Annotated[str, Pattern(r"^[0-9]+[MG]i$"), Default("1Gi"), Rule(
+        "self == oldSelf", message="cannot change: each replica's claim is made once")]]
 
 
 class KVStoreStatus(TypedDict, total=False):
     replicas: int
     readyReplicas: int
+    selector: str  # the scale subresource's: what an autoscaler counts
     conditions: list[Condition]  # metav1.Condition's schema, a list map keyed by type
 
 
@@ -72,9 +98,16 @@ class KVStore(TypedDict):
 
 KVSTORES_KIND = CustomKind(
     group="test.reconcilekit.dev", kind="KVStore", plural="kvstores",
-    versions=[Version("v1", KVStore, storage=True, scale=Scale(),
-                      printer_columns=[PrinterColumn("Ready", ".status.readyReplicas")])])
-KVSTORES = KVSTORES_KIND.resource
+    versions=[Version(
+        "v1", KVStore, storage=True,
+        scale=Scale(label_selector_path=".status.selector"),
+        printer_columns=[
+            PrinterColumn("Replicas", ".spec.replicas"),
+            PrinterColumn("Ready", ".status.readyReplicas"),
+            PrinterColumn("Status", '.status.conditions[?(@.type=="Ready")].reason'),
+            PrinterColumn("Age", ".metadata.creationTimestamp")])])
+KVSTORES = KVSTORES_KIND.resource  # a TypedResource[KVStore]
+# --8<-- [end:kind]
 
 
 def labels_of(store: KVStore) -> dict[str, str]:
@@ -83,10 +116,21 @@ def labels_of(store: KVStore) -> dict[str, str]:
 
 
 class KVStoreReconciler(Reconciler):
+    permissions = (  # what it sends itself; the cache's list and watch are inferred
+        Permission(KVSTORES, "get", "patch"),  # finalize: its finalizer on, then off
+        Permission(KVSTORES, "patch", subresource="status"),
+        Permission(SERVICES, "get", "create", "patch"),  # create_or_patch
+        Permission(STATEFUL_SETS, "get", "create", "patch"),
+        Permission(POD_DISRUPTION_BUDGETS, "get", "create", "patch"),
+        blocks_owner_deletion(KVSTORES),  # the children's controller references
+        Permission(PERSISTENT_VOLUME_CLAIMS, "delete"),
+    )
+
     def __init__(self, client: Client, cache: Cache) -> None:
         self.client = client
         self.cache = cache
 
+    # --8<-- [start:reconcile]
     async def reconcile(self, request: Request) -> Result:
         try:
             store = await self.cache.get(KVSTORES, request.name, request.namespace)
@@ -95,10 +139,11 @@ class KVStoreReconciler(Reconciler):
         result = await finalize(self.client, KVSTORES, store, FINALIZER,
                                 apply=self.apply, cleanup=self.cleanup)
         return result if isinstance(result, Result) else Result.done()
+    # --8<-- [end:reconcile]
 
     async def apply(self, store: KVStore) -> Result:
         name, ns = store["metadata"]["name"], store["metadata"]["namespace"]
-        replicas = store["spec"].get("replicas", 3)
+        replicas = store["spec"].get("replicas", 3)  # defaulted by the API server
         labels = labels_of(store)
 
         def service(obj: Service) -> None:
@@ -124,9 +169,10 @@ class KVStoreReconciler(Reconciler):
             kv["ports"] = [{"name": "client", "containerPort": PORT, "protocol": "TCP"}]
             pod["containers"] = [kv]
             if "volumeClaimTemplates" not in spec:  # immutable once made
+                storage = store["spec"].get("storage", "1Gi")
                 spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {
                     "accessModes": ["ReadWriteOnce"],
-                    "resources": {"requests": {"storage": "1Gi"}}}}]
+                    "resources": {"requests": {"storage": storage}}}}]
 
         def budget(obj: PodDisruptionBudget) -> None:
             set_controller_reference(store, obj)
@@ -135,6 +181,7 @@ class KVStoreReconciler(Reconciler):
         await create_or_patch(self.client, SERVICES, name, ns, service)
         _, sts = await create_or_patch(self.client, STATEFUL_SETS, name, ns, statefulset)
         await create_or_patch(self.client, POD_DISRUPTION_BUDGETS, name, ns, budget)
+        # --8<-- [start:status]
         observed = sts.get("status", {})
         ready = observed.get("readyReplicas", 0)
         settled = observed.get("observedGeneration") == sts["metadata"].get(
@@ -146,13 +193,17 @@ class KVStoreReconciler(Reconciler):
             "reason": "AllReplicasReady" if settled else "Scaling",
             "message": f"{ready} of {replicas} replicas ready",
             "observedGeneration": store["metadata"].get("generation", 0)})
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         wanted: KVStoreStatus = {"replicas": observed.get("replicas", 0),
-                                 "readyReplicas": ready, "conditions": conditions}
-        if changed or {k: status.get(k) for k in ("replicas", "readyReplicas")} != {
-                k: wanted.get(k) for k in ("replicas", "readyReplicas")}:
+                                 "readyReplicas": ready, "selector": selector,
+                                 "conditions": conditions}
+        counts = ("replicas", "readyReplicas", "selector")
+        if changed or [status.get(k) for k in counts] != [wanted.get(k) for k in counts]:
             await self.client.patch_status(KVSTORES, name, {"status": wanted}, ns)
         return Result.done()
+        # --8<-- [end:status]
 
+    # --8<-- [start:cleanup]
     async def cleanup(self, store: KVStore) -> CleanupResult[Result]:
         """Delete the claims the StatefulSet made (its controller keeps them): they go
         once their Pods have."""
@@ -165,10 +216,15 @@ class KVStoreReconciler(Reconciler):
                     await self.client.delete(PERSISTENT_VOLUME_CLAIMS,
                                              claim["metadata"]["name"], ns)
         return CleanupDone(Result.done())
+    # --8<-- [end:cleanup]
 
 
-def build(client: Client, *, namespace: str) -> Manager:
-    manager = Manager(client, name="kvstore-operator", namespace=namespace, http_addr=None)
+def build(client: Client, *, namespace: str | None = None) -> Manager:
+    """The operator on ``namespace`` (None: every one, its Lease in ``kvstore-system``),
+    one replica at a time: the holder of the Lease ``kvstore-operator``."""
+    manager = Manager(client, name="kvstore-operator", namespace=namespace, http_addr=None,
+                      coordination=LeaderElection(name="kvstore-operator",
+                                                  namespace=namespace or "kvstore-system"))
 
     def rolled(old: StatefulSet, new: StatefulSet) -> bool:  # metadata-only changes: skip
         return old.get("status") != new.get("status") or old.get("spec") != new.get("spec")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import socket
@@ -13,12 +14,16 @@ from pathlib import Path
 import anyio
 import pytest
 
+from examples.cnclaim.operator import load_crds
 from examples.cnclaim.resources import CNCLAIMS, CNPOOLS
 from reconcilekit import APIError, Client, NotFound
-from reconcilekit.kinds import VALIDATING_WEBHOOK_CONFIGURATIONS
-from reconcilekit.testing import Cluster, OperatorProcess
+from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, VALIDATING_WEBHOOK_CONFIGURATIONS
+from reconcilekit.testing import Cluster, OperatorProcess, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
+SETTLE = 60.0  # seconds: a bound for a loaded machine, not a timing
+# a record at WARNING or above, as configure_logging's key=value lines begin
+LOUD_RECORD = re.compile(r"^\S+ \S+ (WARNING|ERROR|CRITICAL) ", re.MULTILINE)
 
 
 async def _run(*args: str, limit: float = 60.0) -> tuple[int, str, str]:
@@ -157,3 +162,56 @@ async def test_kubeconfig_serves_until_sigterm_and_binds_a_bare_claim(
     log = "\n".join(proc.lines)
     assert code == 0, log
     assert "Traceback" not in log
+
+
+async def _without_the_crds(apiserver: Cluster) -> list[str]:
+    """The CNClaim CRDs' names, once none of them is installed: a real cluster's session
+    shares them between tests, so the ones there are deleted first and waited for."""
+    names = [crd["metadata"]["name"] for crd in load_crds()]
+    async with Client(apiserver.configuration) as client:
+        for name in names:
+            with contextlib.suppress(NotFound):
+                await client.delete(CUSTOM_RESOURCE_DEFINITIONS, name)
+
+        async def gone() -> bool:
+            for name in names:
+                try:
+                    await client.get(CUSTOM_RESOURCE_DEFINITIONS, name)
+                except NotFound:
+                    continue
+                return False
+            return True
+        await eventually(gone, within=SETTLE, what="the CNClaim CRDs deleted")
+    return names
+
+
+async def test_install_crds_on_a_cluster_without_them_logs_no_warning_nor_error(
+        apiserver: Cluster, kubeconfig: Path) -> None:
+    """``--install-crds`` where the CRDs are not installed yet: the operator creates them,
+    its informers wait for them to be served, its controllers start, a claim is bound, and
+    SIGTERM ends it with status 0, with not one record at WARNING or above, nor a
+    traceback, on the way."""
+    from cnclaim_env import bound_to, idle_pod, new_claim
+
+    names = await _without_the_crds(apiserver)
+    try:
+        async with OperatorProcess(sys.executable, "-m", "examples.cnclaim",
+                                   *_cluster_args(apiserver, kubeconfig), cwd=ROOT,
+                                   env={**os.environ, "POD_NAMESPACE": apiserver.namespace},
+                                   name="the operator") as proc:
+            await proc.wait_for_line(re.escape("started 3 controller(s)"), within=SETTLE)
+            async with Client(apiserver.configuration) as client:
+                pod = await idle_pod(apiserver, client, "fresh")
+                await new_claim(apiserver, client, "first", "fresh")
+                assert await eventually(
+                    lambda: bound_to(client, apiserver.namespace, "first"), within=SETTLE,
+                    what="the claim Bound") == pod["metadata"]["name"]
+            code = await proc.stop(grace=30)
+    finally:
+        for name in names:  # installed by the operator: the session's to delete
+            apiserver.delete_at_end(CUSTOM_RESOURCE_DEFINITIONS.path(name=name))
+    log = "\n".join(proc.lines)
+    assert code == 0, log
+    assert f"installed CRDs: {', '.join(names)}" in log, log
+    assert not LOUD_RECORD.search(log), log
+    assert "Traceback" not in log, log

@@ -6,6 +6,7 @@ The tests that start binaries need them (``RECONCILEKIT_TEST_ASSETS`` or
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,12 +18,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from reconcilekit import APIConnectionError, Client, RetryPolicy
-from reconcilekit.kinds import CONFIG_MAPS
+from reconcilekit import APIConnectionError, Client, NotFound, RetryPolicy
+from reconcilekit.kinds import CONFIG_MAPS, NAMESPACES, SECRETS
 from reconcilekit.testing import Cluster, ControlPlane, ControlPlaneError, OperatorProcess
 from reconcilekit.testing._admission_probe import admission_plugin_enabled
-from reconcilekit.testing._cluster import open_cluster
+from reconcilekit.testing._cluster import NamespaceNotRemoved, open_cluster
 from reconcilekit.testing._control_plane import ASSETS_ENV, assets_from_env
+from reconcilekit.testing._namespace_release import RemovalTiming
 
 ASSETS = assets_from_env()
 PLUGIN = "OwnerReferencesPermissionEnforcement"
@@ -208,6 +210,34 @@ async def test_a_named_admission_plugin_runs_and_clients_may_skip_verification()
             await cluster.close()
         [entry] = plane.kubeconfig(insecure_skip_tls_verify=True)["clusters"]
         assert entry["cluster"] == {"server": plane.url, "insecure-skip-tls-verify": True}
+
+
+@needs_assets
+async def test_without_a_controller_manager_a_test_namespace_is_emptied_and_removed() -> None:
+    """envtest's binaries (no kube-controller-manager): nothing deletes a deleted
+    namespace's content nor its ``kubernetes`` finalizer, so ``open_cluster`` does it,
+    an object's finalizer included; told a controller runs, the namespace stays and the
+    message says what holds it."""
+    async with ControlPlane(ASSETS, controller_manager=False) as plane, \
+            Client(plane.configuration()) as client:
+        names = []
+        for namespace_controller in (False, True):
+            with contextlib.ExitStack() as expected:
+                if namespace_controller:
+                    expected.enter_context(pytest.raises(
+                        NamespaceNotRemoved, match=r"is still there 1s after its deletion"))
+                async with open_cluster(configuration=plane.configuration(),
+                                        namespace_controller=namespace_controller,
+                                        timing=RemovalTiming(1.0, 0.5, 0.5)) as cluster:
+                    ns = cluster.namespace
+                    names.append(ns)
+                    await client.create(CONFIG_MAPS, {"metadata": {
+                        "name": "held", "finalizers": ["example.com/held"]}}, ns)
+                    await client.create(SECRETS, {"metadata": {"name": "kept"}}, ns)
+        emptied, left = names
+        with pytest.raises(NotFound):
+            await client.get(NAMESPACES, emptied)
+        assert (await client.get(NAMESPACES, left))["metadata"].get("deletionTimestamp")
 
 
 @needs_assets
