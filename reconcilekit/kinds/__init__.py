@@ -369,17 +369,19 @@ _MODULES = frozenset({
 })
 
 
-def __getattr__(name: str) -> _typing.Any:
-    """Import a module of shapes on first use: the shapes cost time to build, the
-    resources above almost none."""
-    if name in _MODULES:
-        return _importlib.import_module(f"{__name__}.{name}")
-    module = _SHAPES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+if not _typing.TYPE_CHECKING:  # type checkers read the imports above: no name is Any
+
+    def __getattr__(name: str) -> _typing.Any:
+        """Import a module of shapes on first use: the shapes cost time to build, the
+        resources above almost none."""
+        if name in _MODULES:
+            return _importlib.import_module(f"{__name__}.{name}")
+        module = _SHAPES.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
 
 __all__ = [
     "APIResource",

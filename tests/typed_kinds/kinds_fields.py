@@ -3,8 +3,9 @@ with ``# rejected``, and accept the rest. Never imported or run."""
 
 from __future__ import annotations
 
-from reconcilekit import Cache, Client
+from reconcilekit import Cache, Client, kinds
 from reconcilekit.kinds import DEPLOYMENTS, PODS, Deployment, Pod
+from reconcilekit.kinds.policy_v1 import PodDisruptionBudgetStatus
 
 
 async def image_of(cache: Cache, name: str) -> str:
@@ -42,3 +43,11 @@ def a_deployment_with_a_typo() -> Deployment:
 
 async def nodes(cache: Cache) -> list[str]:
     return [pod["spec"].get("nodeName", "") for pod in await cache.list(PODS)]
+
+
+def expected_pods(status: PodDisruptionBudgetStatus) -> int:
+    return status["expectedPods"]
+
+
+def only_kinds_at_the_top(status: kinds.PodDisruptionBudgetStatus) -> None:  # rejected
+    """``reconcilekit.kinds`` names each kind; the shapes within one are in its module."""
