@@ -59,6 +59,7 @@ def _documents() -> Mapping[str, Any]:
     return documents
 
 
+@functools.cache
 def builtin_v3_paths() -> tuple[str, ...]:
     """The built-in documents' paths under ``/openapi/v3/`` (``api/v1``, ``apis``,
     ``version``, ...), sorted."""
