@@ -18,6 +18,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -32,12 +33,12 @@ from ..machinery.token_authenticator import TokenAuthenticator
 from ..registry.generic_store import Storage
 from . import request_metrics
 from .faults import Faults
-from .openapi import V2_PROTOBUF, v2_document, v3_document, v3_root
+from .openapi import V2_PROTOBUF, Published, v2_document, v3_document, v3_root
 from .request_metrics import RequestMetrics
 
 __all__ = ["VERSION_INFO", "Filter", "Next", "Scope", "ServerContext", "ServerSettings",
            "answer_errors", "compress", "inject_faults", "json_response",
-           "resolve_resource", "serve_discovery", "serve_open_paths", "serve_openapi_v2",
+           "resolve_resource", "serve_discovery", "serve_open_paths", "serve_openapi",
            "count_requests", "serve_metrics", "status_response",
            "warn_deprecated"]
 
@@ -199,23 +200,73 @@ async def serve_open_paths(ctx: ServerContext, request: web.Request, scope: Scop
     return web.Response(text="ok")
 
 
-async def serve_openapi_v2(ctx: ServerContext, request: web.Request, scope: Scope,
-                           next_: Next) -> web.StreamResponse:
-    """``/openapi/v2`` with no definitions: kubectl (which asks for protobuf) then skips
-    client-side validation and leaves it to the server; JSON for anyone else."""
-    if scope.path != "/openapi/v2":
+async def serve_openapi(ctx: ServerContext, request: web.Request, scope: Scope,
+                        next_: Next) -> web.StreamResponse:
+    """``/openapi/v2`` and ``/openapi/v3`` (:mod:`.openapi`), as kube-openapi's handlers
+    answer: the v2 document as JSON (empty as protobuf, which kubectl then does without);
+    the v3 index (``text/plain``, as kube-apiserver labels it); a v3 document with its
+    ``ETag``, 304 to an ``If-None-Match`` naming it, ``Cache-Control: public, immutable``
+    when asked for by its current ``?hash=``, a 301 to its current ``serverRelativeURL``
+    when asked for by another, 404 with no body when not served, 406 when the client
+    accepts neither JSON nor protobuf (a protobuf client is answered JSON)."""
+    parts = scope.parts
+    if parts[:1] != ["openapi"] or parts[1:2] not in (["v2"], ["v3"]) or (
+            parts[1] == "v2" and len(parts) > 2):
         return await next_(request, scope)
-    if "protobuf" in request.headers.get("Accept", ""):
-        return web.Response(body=b"", content_type=V2_PROTOBUF)
-    return json_response(v2_document(ctx.registry), newline=False)
+    if request.method != "GET":
+        raise StatusError.method_not_allowed()
+    ctx.requests[("get", "openapi")] += 1
+    if parts[1] == "v2":
+        if "protobuf" in request.headers.get("Accept", ""):
+            return web.Response(body=b"", content_type=V2_PROTOBUF)
+        return _cached(request, v2_document(ctx.registry), {"Vary": "Accept-Encoding"})
+    if len(parts) == 2:
+        return web.Response(body=v3_root(ctx.registry), content_type="text/plain",
+                            charset="utf-8")
+    if not _accepts_openapi_v3(request.headers.get("Accept", "")):
+        return web.Response(status=406, headers={"Vary": "Accept"})
+    path = "/".join(parts[2:])
+    document = v3_document(ctx.registry, path)
+    if document is None:
+        return web.Response(status=404)
+    headers = {"Vary": "Accept", "ETag": f'"{document.hash}"'}
+    asked = request.query.get("hash")
+    if asked is not None and asked != document.hash:
+        return web.Response(status=301, headers={
+            **headers, "Location": f"/openapi/v3/{path}?hash={document.hash}"})
+    if asked is not None:  # cached by its URL, for good
+        expires = datetime.now(UTC) + timedelta(days=365)
+        headers.update({"Cache-Control": "public, immutable",
+                        "Expires": expires.strftime("%a, %d %b %Y %H:%M:%S UTC")})
+    return _cached(request, document, headers)
+
+
+_OPENAPI_V3_TYPES = frozenset({"*/*", "application/*", "application/json",
+                               "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"})
+
+
+def _accepts_openapi_v3(accept: str) -> bool:
+    """Whether an ``Accept`` header (none: anything) names a type a v3 document is
+    served as."""
+    return not accept.strip() or any(
+        clause.split(";")[0].strip().lower() in _OPENAPI_V3_TYPES for clause in accept.split(","))
+
+
+def _cached(request: web.Request, document: Published,
+            headers: Mapping[str, str]) -> web.Response:
+    """``document`` with its ``ETag``, or 304 when ``If-None-Match`` names it."""
+    etag = f'"{document.hash}"'
+    all_headers = {**headers, "ETag": etag}
+    asked = {tag.strip().removeprefix("W/") for tag in
+             request.headers.get("If-None-Match", "").split(",")}
+    if etag in asked or "*" in asked:
+        return web.Response(status=304, headers=all_headers)
+    return web.Response(body=document.body, content_type=_JSON, headers=all_headers)
 
 
 def _discovery(ctx: ServerContext, parts: list[str]) -> dict[str, Any] | None:
-    """The discovery or OpenAPI v3 document at ``parts``, if it is one."""
+    """The discovery document at ``parts``, if it is one."""
     registry = ctx.registry
-    if parts[:2] == ["openapi", "v3"]:
-        return v3_root(registry) if len(parts) == 2 else v3_document(
-            registry, "/".join(parts[2:]))
     if parts == ["api"]:
         return registry.api_versions(ctx.settings.address())
     if len(parts) == 2 and parts[0] == "api":
@@ -231,7 +282,7 @@ def _discovery(ctx: ServerContext, parts: list[str]) -> dict[str, Any] | None:
 
 async def serve_discovery(ctx: ServerContext, request: web.Request, scope: Scope,
                           next_: Next) -> web.StreamResponse:
-    """Discovery and OpenAPI v3 documents; any other path outside ``/api/V`` and
+    """Discovery documents; any other path outside ``/api/V`` and
     ``/apis/G/V`` is refused (405 but for GET, else 404)."""
     parts = scope.parts
     discovery = _discovery(ctx, parts)

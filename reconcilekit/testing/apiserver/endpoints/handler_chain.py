@@ -45,7 +45,7 @@ from .filters import (
     serve_discovery,
     serve_metrics,
     serve_open_paths,
-    serve_openapi_v2,
+    serve_openapi,
     warn_deprecated,
 )
 from .handlers.create import create
@@ -80,8 +80,8 @@ FILTERS: tuple[Filter, ...] = (
     authorize,  # RBAC: the user may make the request, or 403
     serve_open_paths,  # /version, /healthz, /livez, /readyz
     serve_metrics,  # /metrics
-    serve_openapi_v2,
-    serve_discovery,  # discovery and OpenAPI v3; refuses other non-resource paths
+    serve_openapi,  # /openapi/v2 and /openapi/v3
+    serve_discovery,  # discovery; refuses other non-resource paths
     resolve_resource,  # the resource and verb (counted)
     warn_deprecated,  # a deprecated custom resource version's warning
     inject_faults,  # the latency and failures a test asked for
