@@ -340,7 +340,7 @@ async def test_a_path_no_webhook_serves_is_404_and_a_method_other_than_post_405(
 
     async for api in serve(server):
         assert await api.post("/validate-example-com-v1-gadget", review(widget())) == (
-            404, "no webhook is served at /validate-example-com-v1-gadget\n")
+            404, "no webhook is served at '/validate-example-com-v1-gadget'\n")
         async with api.session.get(f"{server.base_url}/validate-example-com-v1-widget") as r:
             assert (r.status, r.headers["Allow"], await r.text()) == (
                 405, "POST", "a webhook takes POST, not GET\n")

@@ -29,7 +29,11 @@ Guarantees:
     ``admissionReviewVersions``) or something else is posting; a body over
     32 MiB gets 413, also with one line; one nested deeper than 250 levels
     gets 400 (the answer could not be written); the ``Content-Type`` is
-    not checked (the body decides);
+    not checked (the body decides); a path no webhook serves gets 404 and
+    a method other than POST 405, neither logged;
+  * an idle connection is kept 120 s, longer than kube-apiserver keeps one
+    (90 s), so the API server is the one that closes it; no TLS session
+    tickets are issued (kube-apiserver never resumes a session);
   * a healthy server logs nothing per request (DEBUG only);
   * with tracing on (:func:`reconcilekit.tracing.enable`), each review is a
     server span (``validating webhook NAME``, ``mutating webhook NAME``,
@@ -474,7 +478,8 @@ def _dispatch(routes: Mapping[str, Callable[[web.BaseRequest], Awaitable[web.Res
     async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
         serve = routes.get(request.path)
         if serve is None:
-            return web.Response(status=404, text=f"no webhook is served at {request.path}\n")
+            return web.Response(status=404,
+                                text=f"no webhook is served at {shown(request.path)}\n")
         if request.method != "POST":
             return web.Response(status=405, headers={"Allow": "POST"},
                                 text=f"a webhook takes POST, not {request.method}\n")
