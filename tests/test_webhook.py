@@ -8,6 +8,7 @@ the in-process server) call it.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 import re
@@ -292,10 +293,7 @@ def test_the_depth_check_counts_brackets_only_to_skip_a_walk_that_could_not_fail
 async def test_a_body_that_is_not_a_review_gets_400_naming_the_problem(
         server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
     server, _ = server_and_clock
-
-    @server.validator(WIDGETS)
-    async def validate(request: AdmissionRequest) -> Verdict:
-        return Verdict.allow()
+    server.validator(WIDGETS)(_allow)
 
     path = "/validate-example-com-v1-widget"
     async for api in serve(server):
@@ -310,6 +308,43 @@ async def test_a_body_that_is_not_a_review_gets_400_naming_the_problem(
         del no_uid["request"]["uid"]
         assert await api.post(path, no_uid) == (400, "the AdmissionReview's request has no "
                                                      "uid\n")
+
+
+async def test_a_review_of_two_3_mib_objects_is_read_whole(
+        server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
+    """kube-apiserver sends an object and its old version, up to 3 MiB each: far over
+    aiohttp's default 1 MiB body limit, within the server's own."""
+    server, _ = server_and_clock
+    sizes: list[int] = []
+
+    @server.validator(WIDGETS)
+    async def validate(request: AdmissionRequest) -> Verdict:
+        assert request.object is not None and request.old_object is not None
+        sizes.append(len(request.object["spec"]["blob"]) + len(request.old_object["spec"]["blob"]))
+        return Verdict.allow()
+
+    blob = "x" * (3 * 1024 * 1024)
+    body = orjson.dumps(review(widget(blob=blob), operation="UPDATE", old=widget(blob=blob)))
+    async for api in serve(server):
+        async with api.session.post(f"{server.base_url}/validate-example-com-v1-widget",
+                                    data=io.BytesIO(body)) as r:
+            status, answer = r.status, orjson.loads(await r.read())
+    assert status == 200 and answer["response"]["allowed"] is True
+    assert sizes == [6 * 1024 * 1024]
+
+
+async def test_a_path_no_webhook_serves_is_404_and_a_method_other_than_post_405(
+        server_and_clock: tuple[WebhookServer, FakeClock]) -> None:
+    server, _ = server_and_clock
+    server.validator(WIDGETS)(_allow)
+
+    async for api in serve(server):
+        assert await api.post("/validate-example-com-v1-gadget", review(widget())) == (
+            404, "no webhook is served at '/validate-example-com-v1-gadget'\n")
+        async with api.session.get(f"{server.base_url}/validate-example-com-v1-widget") as r:
+            assert (r.status, r.headers["Allow"], await r.text()) == (
+                405, "POST", "a webhook takes POST, not GET\n")
+        assert (await api.post("/validate-example-com-v1-widget", review(widget())))[0] == 200
 
 
 def v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:

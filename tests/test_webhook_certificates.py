@@ -28,6 +28,42 @@ def test_a_generated_certificate_names_its_hosts_and_is_signed_by_its_ca() -> No
         ServingCertificate.generate(())
 
 
+
+def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> ssl.SSLObject:
+    """A TLS handshake between the two contexts in memory, then a few bytes from the server
+    (after which a TLS 1.3 server sends its session tickets); the client's side."""
+    server_in, server_out, client_in, client_out = (ssl.MemoryBIO() for _ in range(4))
+    serving = server.wrap_bio(server_in, server_out, server_side=True)
+    calling = client.wrap_bio(client_in, client_out, server_hostname="127.0.0.1")
+    done: set[str] = set()
+    while len(done) < 2:
+        for name, side in (("client", calling), ("server", serving)):
+            if name not in done:
+                try:
+                    side.do_handshake()
+                    done.add(name)
+                except ssl.SSLWantReadError:
+                    pass
+            client_in.write(server_out.read())
+            server_in.write(client_out.read())
+    serving.write(b"answer")
+    client_in.write(server_out.read())
+    assert calling.read(100) == b"answer"
+    return calling
+
+
+def test_the_server_speaks_tls_1_3_and_issues_no_session_tickets(tmp_path: Path) -> None:
+    """kube-apiserver never resumes a session with a webhook: no ticket is made for it."""
+    cert = ServingCertificate.generate(("127.0.0.1",))
+    cert.write(tmp_path)
+    for context in (cert.server_context(), CertificateFiles(tmp_path).server_context()):
+        calling = _handshake(context, cert.client_context())
+        assert calling.version() == "TLSv1.3"
+        assert calling.session is not None and not calling.session.has_ticket
+    context = cert.server_context()
+    context.num_tickets = 2  # what OpenSSL does unless told: the check above can fail
+    assert _handshake(context, cert.client_context()).session.has_ticket
+
 def test_certificate_files_name_the_missing_or_mismatched_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"tls\.crt does not exist"):
         CertificateFiles(tmp_path)

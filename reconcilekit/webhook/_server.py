@@ -29,7 +29,11 @@ Guarantees:
     ``admissionReviewVersions``) or something else is posting; a body over
     32 MiB gets 413, also with one line; one nested deeper than 250 levels
     gets 400 (the answer could not be written); the ``Content-Type`` is
-    not checked (the body decides);
+    not checked (the body decides); a path no webhook serves gets 404 and
+    a method other than POST 405, neither logged;
+  * an idle connection is kept 120 s, longer than kube-apiserver keeps one
+    (90 s), so the API server is the one that closes it; no TLS session
+    tickets are issued (kube-apiserver never resumes a session);
   * a healthy server logs nothing per request (DEBUG only);
   * with tracing on (:func:`reconcilekit.tracing.enable`), each review is a
     server span (``validating webhook NAME``, ``mutating webhook NAME``,
@@ -40,6 +44,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import time
@@ -93,6 +98,10 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 CONVERT_PATH = "/convert"
 MAX_BODY = 32 * 1024 * 1024  # kube-apiserver sends an object and its old version, 3 MiB each
+# An idle connection is kept longer than kube-apiserver keeps it (client-go's transports close
+# theirs after 90 s idle): the client always closes first, never sending a review on a
+# connection the server is closing, and its idle connections are reused across bursts.
+KEEPALIVE_SECONDS = 120.0
 
 
 class WebhookServer:
@@ -252,17 +261,20 @@ class WebhookServer:
     async def run(self, *, on_certificate_change: Callable[[], object] | None = None,
                   task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled; started once the port is bound (:attr:`port` is the bound one)."""
-        app = web.Application(client_max_size=MAX_BODY)
-        for path, hook in self.hooks.items():
-            app.router.add_post(path, _traced(f"{hook.type} webhook {hook.name}",
-                                              {"reconcilekit.webhook.name": hook.name,
-                                               "reconcilekit.webhook.type": hook.type},
-                                              self._admission_handler(hook)))
+        routes: dict[str, Callable[[web.BaseRequest], Awaitable[web.Response]]] = {
+            path: _traced(f"{hook.type} webhook {hook.name}",
+                          {"reconcilekit.webhook.name": hook.name,
+                           "reconcilekit.webhook.type": hook.type},
+                          self._admission_handler(hook))
+            for path, hook in self.hooks.items()}
         if self.conversions:
-            app.router.add_post(CONVERT_PATH, _traced(
-                "conversion webhook", {"reconcilekit.webhook.type": "conversion"},
-                self._convert))
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+            routes[CONVERT_PATH] = _traced("conversion webhook",
+                                           {"reconcilekit.webhook.type": "conversion"},
+                                           self._convert)
+        runner = web.ServerRunner(
+            web.Server(_dispatch(routes), request_factory=_request_factory,
+                       access_log=None, keepalive_timeout=KEEPALIVE_SECONDS),
+            handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, ssl_context=self._context,
                            reuse_address=True)
@@ -289,8 +301,9 @@ class WebhookServer:
                 server = getattr(site, "_server", None)
                 await stop_tls_site(runner, server)
 
-    def _admission_handler(self, hook: Hook) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handle(request: web.Request) -> web.Response:
+    def _admission_handler(self, hook: Hook
+                           ) -> Callable[[web.BaseRequest], Awaitable[web.Response]]:
+        async def handle(request: web.BaseRequest) -> web.Response:
             started = time.perf_counter()
             try:
                 body = await _read(request)
@@ -380,7 +393,7 @@ class WebhookServer:
                            type(err).__name__, err)
         return Verdict(False, f"webhook {hook.name} failed: {type(err).__name__}: {err}", 500)
 
-    async def _convert(self, request: web.Request) -> web.Response:
+    async def _convert(self, request: web.BaseRequest) -> web.Response:
         started = time.perf_counter()
         try:
             body = await _read(request)
@@ -443,10 +456,10 @@ class _TooLarge(Exception):
 
 
 def _traced(name: str, attributes: Mapping[str, str],
-            serve: Callable[[web.Request], Awaitable[web.Response]]
-            ) -> Callable[[web.Request], Awaitable[web.Response]]:
+            serve: Callable[[web.BaseRequest], Awaitable[web.Response]]
+            ) -> Callable[[web.BaseRequest], Awaitable[web.Response]]:
     """``serve``, within a server span ``name`` whenever tracing is on."""
-    async def handle(request: web.Request) -> web.Response:
+    async def handle(request: web.BaseRequest) -> web.Response:
         hooks = tracing.active
         if hooks is None:
             return await serve(request)
@@ -457,7 +470,31 @@ def _traced(name: str, attributes: Mapping[str, str],
     return handle
 
 
-async def _read(request: web.Request) -> bytes:
+def _dispatch(routes: Mapping[str, Callable[[web.BaseRequest], Awaitable[web.Response]]]
+              ) -> Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]:
+    """One request to the handler of its path: a dictionary look-up (aiohttp's low-level
+    server, no application router, middlewares or signals); 404 for a path no webhook
+    serves, 405 for a method other than POST."""
+    async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
+        serve = routes.get(request.path)
+        if serve is None:
+            return web.Response(status=404,
+                                text=f"no webhook is served at {shown(request.path)}\n")
+        if request.method != "POST":
+            return web.Response(status=405, headers={"Allow": "POST"},
+                                text=f"a webhook takes POST, not {request.method}\n")
+        return await serve(request)
+    return dispatch
+
+
+def _request_factory(message: Any, payload: Any, protocol: Any, writer: Any,
+                     task: asyncio.Task[None]) -> web.BaseRequest:
+    """A request whose body may be up to :data:`MAX_BODY` (aiohttp's default is 1 MiB)."""
+    return web.BaseRequest(message, payload, protocol, writer, task, task.get_loop(),
+                           client_max_size=MAX_BODY)
+
+
+async def _read(request: web.BaseRequest) -> bytes:
     """The body, or :class:`_TooLarge` naming the limit."""
     try:
         return await request.read()

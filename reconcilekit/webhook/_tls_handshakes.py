@@ -53,7 +53,7 @@ def abort_handshakes(server: asyncio.AbstractServer | None) -> int:
     return aborted
 
 
-async def stop_tls_site(runner: web.AppRunner, server: asyncio.AbstractServer | None) -> None:
+async def stop_tls_site(runner: web.BaseRunner, server: asyncio.AbstractServer | None) -> None:
     """Stop an aiohttp TLS site: ``runner``'s cleanup (handlers given its shutdown timeout),
     then abort every connection it had and :func:`abort_handshakes` of its ``server``.
 

@@ -1,0 +1,3 @@
+module webhookcaller
+
+go 1.20
