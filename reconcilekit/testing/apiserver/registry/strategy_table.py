@@ -56,6 +56,7 @@ from .group_printers import (
     stateful_set_cells,
     storage_class_cells,
 )
+from .priority_classes import PriorityClassStrategy
 from .service_strategy import EndpointSliceStrategy, IngressStrategy, ServiceStrategy
 from .strategy import Strategy, StrategyTable
 from .workload_strategies import (
@@ -115,7 +116,8 @@ def builtin_strategies() -> StrategyTable:
              RoleBindingStrategy(cells=role_binding_cells)),
             ("storage.k8s.io", "storageclasses",
              ReturnsDeletedStrategy(cells=storage_class_cells)),
-            ("scheduling.k8s.io", "priorityclasses", Strategy(cells=priority_class_cells)),
+            ("scheduling.k8s.io", "priorityclasses",
+             PriorityClassStrategy(cells=priority_class_cells)),
             ("node.k8s.io", "runtimeclasses", Strategy(cells=runtime_class_cells)),
             ("discovery.k8s.io", "endpointslices",
              EndpointSliceStrategy(cells=endpoint_slice_cells))):
