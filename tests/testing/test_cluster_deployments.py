@@ -9,6 +9,7 @@ controllers, and make their own servers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -139,36 +140,35 @@ async def test_a_rolling_update_stays_within_its_surge_and_unavailability(
         wanted = {rs["metadata"]["name"]: rs["spec"]["replicas"] for rs in rs_list["items"]}
         ready_seen, wanted_seen = [sum(map(_ready, pods.values()))], [sum(wanted.values())]
 
-        async def follow_pods() -> None:
-            async with apiserver.watch(f"/api/v1/namespaces/{ns}/pods", {
-                    "resourceVersion": pod_list["metadata"]["resourceVersion"],
+        async def follow(path: str, listed: dict[str, Any],
+                         seen: Callable[[str, dict[str, Any]], bool]) -> None:
+            """Every event after ``listed`` to ``seen`` (type, object) until it says done."""
+            async with apiserver.watch(path, {
+                    "resourceVersion": listed["metadata"]["resourceVersion"],
                     "labelSelector": "app=surge"}) as events:
                 async for event in events:
-                    pod = event["object"]
-                    if event["type"] == "DELETED":
-                        pods.pop(pod["metadata"]["name"], None)
-                    else:
-                        pods[pod["metadata"]["name"]] = pod
-                    ready_seen.append(sum(map(_ready, pods.values())))
-                    if len(pods) == ready_seen[-1] == 3 and all(
-                            p["metadata"]["labels"][HASH] != old_hash for p in pods.values()):
+                    if seen(event["type"], event["object"]):
                         return
 
-        async def follow_replica_sets() -> None:
-            async with apiserver.watch(f"/apis/apps/v1/namespaces/{ns}/replicasets", {
-                    "resourceVersion": rs_list["metadata"]["resourceVersion"],
-                    "labelSelector": "app=surge"}) as events:
-                async for event in events:
-                    rs = event["object"]
-                    wanted[rs["metadata"]["name"]] = rs["spec"]["replicas"]
-                    wanted_seen.append(sum(wanted.values()))
-                    if len(wanted) == 2 and wanted[first["metadata"]["name"]] == 0:
-                        return
+        def pod_seen(kind: str, pod: dict[str, Any]) -> bool:
+            if kind == "DELETED":
+                pods.pop(pod["metadata"]["name"], None)
+            else:
+                pods[pod["metadata"]["name"]] = pod
+            ready_seen.append(sum(map(_ready, pods.values())))
+            return len(pods) == ready_seen[-1] == 3 and all(
+                p["metadata"]["labels"][HASH] != old_hash for p in pods.values())
+
+        def replica_set_seen(kind: str, rs: dict[str, Any]) -> bool:
+            wanted[rs["metadata"]["name"]] = rs["spec"]["replicas"]
+            wanted_seen.append(sum(wanted.values()))
+            return len(wanted) == 2 and wanted[first["metadata"]["name"]] == 0
 
         with anyio.fail_after(SETTLE):  # a bound on the controllers' pace, not a timing
             async with anyio.create_task_group() as tg:
-                tg.start_soon(follow_pods)
-                tg.start_soon(follow_replica_sets)
+                tg.start_soon(follow, f"/api/v1/namespaces/{ns}/pods", pod_list, pod_seen)
+                tg.start_soon(follow, f"/apis/apps/v1/namespaces/{ns}/replicasets", rs_list,
+                              replica_set_seen)
                 await client.patch(DEPLOYMENTS, "surge", {"spec": {"template": {"spec": {
                     "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.8"}]}}}},
                     ns)
