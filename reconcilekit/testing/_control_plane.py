@@ -392,7 +392,7 @@ class ControlPlane:
             f"--service-account-signing-key-file={d / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc",
             "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
-            "--shutdown-watch-termination-grace-period=2s",
+            "--shutdown-watch-termination-grace-period=2s", "--allow-privileged=true",
             *((f"--enable-admission-plugins={','.join(self.enable_admission_plugins)}",)
               if self.enable_admission_plugins else ()),
             *(() if self.controller_manager else ("--disable-admission-plugins=ServiceAccount",)),

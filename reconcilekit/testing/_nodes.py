@@ -8,8 +8,10 @@ plays what a scheduler and a kubelet would, over the API like them:
 1. a Pod with no ``spec.nodeName`` is bound (``pods/NAME/binding``, as the
    scheduler does) to the least loaded of ``nodes`` simulated node names;
 2. a bound Pod that is not Running gets the status a kubelet reports:
-   phase Running, Ready and ContainersReady conditions, a start time and a
-   Pod IP (stable per Pod name); a Pod the ``ready`` predicate refuses is
+   phase Running, Ready and ContainersReady conditions, a start time, a
+   Pod IP (stable per Pod name) and, as ``hostIP`` and ``hostIPs``, the
+   InternalIP of the Node it is bound to (none for a node with no Node
+   object); a Pod the ``ready`` predicate refuses is
    Running but not Ready (its containers started, not ready), and becomes
    Ready, or unready again, when the predicate changes its mind and
    :meth:`NodeSimulator.refresh` is called;
@@ -139,6 +141,7 @@ class NodeSimulator:
         self._tg: anyio.abc.TaskGroup | None = None
         self.bound = self.started = self.finished = 0
         self._registered: list[str] = []
+        self._host_ips: dict[str, str] = {}  # node name -> its InternalIP, once read
 
     # -- running ----------------------------------------------------------------------------
 
@@ -187,10 +190,11 @@ class NodeSimulator:
                       "message": "Kubelet stopped posting node status."})
         resources = {"cpu": "4", "memory": "16Gi", "pods": "110",
                      "ephemeral-storage": "100Gi"}
+        self._host_ips[name] = address = f"10.255.0.{index + 1}"
         await self.client.patch_status(NODES, name, {"status": {
             "conditions": [{"type": "Ready", **condition, "lastHeartbeatTime": now,
                             "lastTransitionTime": now}],
-            "addresses": [{"type": "InternalIP", "address": f"10.255.0.{index + 1}"},
+            "addresses": [{"type": "InternalIP", "address": address},
                           {"type": "Hostname", "address": name}],
             "capacity": resources, "allocatable": resources,
             "nodeInfo": {"kubeletVersion": "v1.28.7", "kubeProxyVersion": "v1.28.7",
@@ -310,15 +314,29 @@ class NodeSimulator:
                       "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
             self.bound += 1
 
+    async def _host_ip(self, node: str) -> str | None:
+        """The InternalIP of the Node ``node``, as its kubelet reports it (None: no such
+        Node, or one without an InternalIP)."""
+        if node not in self._host_ips:
+            with contextlib.suppress(NotFound):
+                found = await self.client.get(NODES, node)
+                for address in (found.get("status") or {}).get("addresses") or ():
+                    if address.get("type") == "InternalIP" and address.get("address"):
+                        self._host_ips[node] = str(address["address"])
+                        break
+        return self._host_ips.get(node)
+
     async def _start(self, pod: Obj, key: ObjectKey) -> None:
         now = _timestamp(self.clock.time())
         ready = self.ready(pod)
         containers = (pod.get("spec") or {}).get("containers") or []
         restarts = {c.get("name"): int(c.get("restartCount") or 0)
                     for c in (pod.get("status") or {}).get("containerStatuses") or ()}
+        host_ip = await self._host_ip(str((pod.get("spec") or {}).get("nodeName") or ""))
         status = {
             "phase": "Running", "startTime": now, "podIP": _pod_ip(key.name),
-            "podIPs": [{"ip": _pod_ip(key.name)}], "hostIP": "10.255.0.1",
+            "podIPs": [{"ip": _pod_ip(key.name)}],
+            **({"hostIP": host_ip, "hostIPs": [{"ip": host_ip}]} if host_ip else {}),
             "conditions": [{"type": t, "status": "True" if ready or t in (
                 "Initialized", "PodScheduled") else "False", "lastTransitionTime": now}
                            for t in ("Initialized", "Ready", "ContainersReady",

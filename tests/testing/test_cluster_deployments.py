@@ -9,8 +9,10 @@ controllers, and make their own servers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import anyio
 import pytest
 
 from reconcilekit import Client, NotFound
@@ -112,6 +114,68 @@ async def test_a_deployment_rolls_out_updates_and_rolls_back(
         assert gone["spec"]["replicas"] == 3
         assert gone["metadata"]["annotations"][REVISION] == "3"
         assert gone["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"] == "1"
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return not pod["metadata"].get("deletionTimestamp") and any(
+        c["type"] == "Ready" and c["status"] == "True"
+        for c in (pod.get("status") or {}).get("conditions") or ())
+
+
+async def test_a_rolling_update_stays_within_its_surge_and_unavailability(
+        apiserver: Cluster, client: Client) -> None:
+    """maxSurge 1, maxUnavailable 0: every state a watch shows holds at most replicas+1
+    Pods wanted by the ReplicaSets and at least replicas ready Pods."""
+    ns = apiserver.namespace
+    async with _nodes(apiserver, client):
+        await client.create(DEPLOYMENTS, _deployment("surge", 3, strategy={
+            "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}), ns)
+        await eventually(lambda: _rolled_out(client, ns, "surge"), within=SETTLE,
+                         what="revision 1")
+        [first] = await _replica_sets(client, ns, "surge")
+        old_hash = first["metadata"]["labels"][HASH]
+        pod_list = await client.list(PODS, ns, label_selector="app=surge")
+        rs_list = await client.list(REPLICA_SETS, ns, label_selector="app=surge")
+        pods = {p["metadata"]["name"]: p for p in pod_list["items"]}
+        wanted = {rs["metadata"]["name"]: rs["spec"]["replicas"] for rs in rs_list["items"]}
+        ready_seen, wanted_seen = [sum(map(_ready, pods.values()))], [sum(wanted.values())]
+
+        async def follow(path: str, listed: dict[str, Any],
+                         seen: Callable[[str, dict[str, Any]], bool]) -> None:
+            """Every event after ``listed`` to ``seen`` (type, object) until it says done."""
+            async with apiserver.watch(path, {
+                    "resourceVersion": listed["metadata"]["resourceVersion"],
+                    "labelSelector": "app=surge"}) as events:
+                async for event in events:
+                    if seen(event["type"], event["object"]):
+                        return
+
+        def pod_seen(kind: str, pod: dict[str, Any]) -> bool:
+            if kind == "DELETED":
+                pods.pop(pod["metadata"]["name"], None)
+            else:
+                pods[pod["metadata"]["name"]] = pod
+            ready_seen.append(sum(map(_ready, pods.values())))
+            return len(pods) == ready_seen[-1] == 3 and all(
+                p["metadata"]["labels"][HASH] != old_hash for p in pods.values())
+
+        def replica_set_seen(kind: str, rs: dict[str, Any]) -> bool:
+            wanted[rs["metadata"]["name"]] = rs["spec"]["replicas"]
+            wanted_seen.append(sum(wanted.values()))
+            return len(wanted) == 2 and wanted[first["metadata"]["name"]] == 0
+
+        with anyio.fail_after(SETTLE):  # a bound on the controllers' pace, not a timing
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(follow, f"/api/v1/namespaces/{ns}/pods", pod_list, pod_seen)
+                tg.start_soon(follow, f"/apis/apps/v1/namespaces/{ns}/replicasets", rs_list,
+                              replica_set_seen)
+                await client.patch(DEPLOYMENTS, "surge", {"spec": {"template": {"spec": {
+                    "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.8"}]}}}},
+                    ns)
+        assert max(wanted_seen) == 4 and min(ready_seen) == 3, (wanted_seen, ready_seen)
+        assert sorted(wanted.values()) == [0, 3]
+        await eventually(lambda: _rolled_out(client, ns, "surge"), within=SETTLE,
+                         what="revision 2")
 
 
 async def test_a_recreate_deployment_stops_the_old_pods_before_starting_new_ones(

@@ -94,3 +94,15 @@ async def test_a_baseline_namespace_refuses_host_access_and_capabilities(
     made = await apiserver.request(
         "POST", f"/api/v1/namespaces/{apiserver.namespace}/pods", json=_pod("plain"))
     assert made.status == 201, made
+
+
+async def test_a_privileged_pod_is_created_where_no_level_is_enforced(
+        apiserver: Cluster) -> None:
+    # kube-apiserver runs with --allow-privileged=true, as kind and kubeadm start it;
+    # without it the Pod is refused as Invalid ("disallowed by cluster policy")
+    privileged = _pod("privileged")
+    privileged["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+    made = await apiserver.request(
+        "POST", f"/api/v1/namespaces/{apiserver.namespace}/pods", json=privileged)
+    assert made.status == 201, made
+    assert made.body["spec"]["containers"][0]["securityContext"] == {"privileged": True}

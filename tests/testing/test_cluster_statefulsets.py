@@ -119,3 +119,46 @@ async def test_a_parallel_statefulset_with_claims_deleted_along(
             assert c["metadata"]["ownerReferences"] == [{
                 "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "cache",
                 "uid": made["metadata"]["uid"]}]
+
+
+async def test_a_partitioned_rolling_update_updates_only_the_ordinals_from_the_partition(
+        apiserver: Cluster, client: Client) -> None:
+    ns = apiserver.namespace
+    async with NodeSimulator(client, nodes=2, namespace=ns):
+        await client.create(STATEFUL_SETS, _statefulset("part", 3, updateStrategy={
+            "type": "RollingUpdate", "rollingUpdate": {"partition": 2}}), ns)
+        sts = await eventually(lambda: _settled(client, ns, "part"), within=SETTLE,
+                               what="three ready replicas")
+        first = sts["status"]["updateRevision"]
+        before = {p["metadata"]["name"]: p["metadata"]["uid"]
+                  for p in (await client.list(PODS, ns, label_selector="app=part"))["items"]}
+        await client.patch(STATEFUL_SETS, "part", {"spec": {"template": {"spec": {
+            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.8"}]}}}}, ns)
+
+        async def partly_updated() -> dict[str, Any] | None:
+            got = await client.get(STATEFUL_SETS, "part", ns)
+            status = got.get("status") or {}
+            done = (status.get("observedGeneration") == got["metadata"]["generation"]
+                    and status.get("updatedReplicas") == 1 and status.get("readyReplicas") == 3
+                    and status.get("currentReplicas") == 2)
+            return got if done else None
+        sts = await eventually(partly_updated, within=SETTLE, what="ordinal 2 updated")
+        status = sts["status"]
+        assert (status["currentRevision"], status["replicas"]) == (first, 3)
+        assert status["updateRevision"] != first
+        pods = {p["metadata"]["name"]: p
+                for p in (await client.list(PODS, ns, label_selector="app=part"))["items"]}
+        assert {name: (p["metadata"]["labels"]["controller-revision-hash"],
+                       p["spec"]["containers"][0]["image"]) for name, p in pods.items()} == {
+            "part-0": (first, IMAGE), "part-1": (first, IMAGE),
+            "part-2": (status["updateRevision"], "registry.k8s.io/pause:3.8")}
+        # the ordinals below the partition were left alone, the one above it replaced
+        assert [pods[f"part-{i}"]["metadata"]["uid"] == before[f"part-{i}"]
+                for i in range(3)] == [True, True, False]
+
+        await client.patch(STATEFUL_SETS, "part", {"spec": {"updateStrategy": {
+            "rollingUpdate": {"partition": 0}}}}, ns)
+        sts = await eventually(lambda: _settled(client, ns, "part"), within=SETTLE,
+                               what="every ordinal updated")
+        assert (sts["status"]["currentReplicas"], sts["status"]["currentRevision"]) == (
+            3, status["updateRevision"])

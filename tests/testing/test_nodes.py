@@ -68,14 +68,23 @@ async def test_simulated_nodes_schedule_run_and_finish_deleting_pods(
         pods = [await eventually(lambda i=i: _running(client, ns, f"p{i}"),
                                  what=f"p{i} Running") for i in range(4)]
         assert {p["spec"]["nodeName"] for p in pods} <= {"sim-node-0", "sim-node-1"}
+        addresses = {}
+        for node in nodes.nodes:
+            [internal] = [a["address"] for a in (await client.get(NODES, node))["status"][
+                "addresses"] if a["type"] == "InternalIP"]
+            addresses[node] = internal
+        assert len(set(addresses.values())) == 2
         for pod in pods:
             status = pod["status"]
             assert status["podIP"] and status["startTime"]
+            host_ip = addresses[pod["spec"]["nodeName"]]
+            assert (status["hostIP"], status["hostIPs"]) == (host_ip, [{"ip": host_ip}])
             assert {c["type"] for c in status["conditions"] if c["status"] == "True"} >= {
                 "Ready", "PodScheduled"}
             assert [s["ready"] for s in status["containerStatuses"]] == [True]
         placed = await eventually(lambda: _running(client, ns, "placed"), what="placed Running")
         assert placed["spec"]["nodeName"] == "elsewhere"  # bound by its maker: left there
+        assert "hostIP" not in placed["status"]  # no Node "elsewhere", no address
         await client.delete(PODS, "p0", ns)  # graceful: the kubelet finishes it
         await eventually(lambda: _gone(client, ns, "p0"), what="p0 deleted for good")
     assert nodes.bound == 4 and nodes.started >= 5

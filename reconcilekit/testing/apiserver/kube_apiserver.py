@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import secrets
 import shutil
 import ssl
@@ -36,6 +37,7 @@ from .machinery.builtin_kinds import builtin_api
 from .machinery.resources import Registry
 from .machinery.token_authenticator import TokenAuthenticator
 from .registry.generic_store import Storage
+from .registry.priority_classes import SYSTEM_PRIORITY_CLASSES
 from .registry.strategy import StrategyTable
 from .registry.strategy_table import builtin_strategies
 
@@ -160,6 +162,10 @@ class APIServer:
             assert rtype is not None
             self.storage.create(rtype, obj["metadata"].get("namespace", ""), obj,
                                 manager="kube-apiserver")
+        classes = self.registry.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        assert classes is not None
+        for obj in SYSTEM_PRIORITY_CLASSES:
+            self.storage.create(classes, "", copy.deepcopy(obj), manager="kube-apiserver")
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -79,6 +79,7 @@ from ..machinery.status import DecodeError, StatusError
 from ..machinery.unstructured import Obj, json_type
 from ..patching.json_patch import PatchError, json_patch
 from ..registry.generic_store import Storage
+from ..registry.priority_classes import check_global_default
 from ..webhook_client.https_client import CallError, WebhookClient
 from .match_conditions import evaluate
 from .owner_references_permission import check_owner_references
@@ -91,6 +92,7 @@ __all__ = ["Admission", "Attributes"]
 log = logging.getLogger("reconcilekit.testing.apiserver")
 
 _REVIEW_GROUP = "admission.k8s.io"
+_PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")  # Priority's Validate
 _EXEMPT = frozenset({"mutatingwebhookconfigurations", "validatingwebhookconfigurations",
                      "validatingadmissionpolicies", "validatingadmissionpolicybindings"})
 
@@ -335,8 +337,8 @@ class Admission:
     # -- validating ----------------------------------------------------------------------
 
     async def validate(self, attrs: Attributes) -> None:
-        """OwnerReferencesPermissionEnforcement (when enabled), PodSecurity, then the
-        matching validating webhooks,
+        """OwnerReferencesPermissionEnforcement (when enabled), PodSecurity, Priority (one
+        global default PriorityClass), then the matching validating webhooks,
         called concurrently, then ResourceQuota (kube-apiserver's last plugin); raise the
         first refusal (in configuration order) as :class:`StatusError`."""
         r = attrs.rtype.resource
@@ -348,6 +350,11 @@ class Admission:
         self.pod_security.admit(r.group, r.plural, attrs.operation, attrs.subresource,
                                 attrs.namespace if r.namespaced else "", attrs.name, attrs.obj,
                                 attrs.warnings)
+        if (r.group, r.plural) == _PRIORITY_CLASSES and attrs.obj is not None \
+                and not attrs.subresource:
+            table = self.storage.tables.get(_PRIORITY_CLASSES)
+            check_global_default(attrs.operation, attrs.obj,
+                                 table.objects.values() if table is not None else ())
         await self._validating_webhooks(attrs)
         if attrs.operation == "CREATE" and attrs.obj is not None and not attrs.subresource:
             self.quota.admit_create(attrs.rtype, attrs.namespace, attrs.obj,

@@ -5,9 +5,9 @@
   ``status.phase``; a DELETE starts its lifecycle (``Terminating``, no grace
   period), which its finalizers hold until the namespace controller is done.
 * Pod: defaults and the admission plugins that change a created Pod
-  (:mod:`.pod_defaults`), the status a create stores, container validation,
-  the few spec fields an update may change, graceful deletion of a Pod bound
-  to a node.
+  (:mod:`.pod_defaults`, :mod:`.limit_ranger`, :mod:`.priority_classes`), the
+  status a create stores, container validation, the few spec fields an update
+  may change, graceful deletion of a Pod bound to a node.
 * ConfigMap, Secret, Lease: :mod:`.core_validation`'s rules.
 * PodTemplate: its template's defaults.
 * Event, served by the core group and by events.k8s.io: stored as the core
@@ -50,6 +50,7 @@ from .event_validation import validate_event
 from .event_versions import EVENTS_GROUP_VERSION, shape, to_core, to_events_v1
 from .limit_ranger import apply_limit_ranges
 from .pod_defaults import admit_pod, default_pod, qos_class
+from .priority_classes import admit_priority
 from .strategy import StoredObjects, Strategy
 from .table_convertor import TableConvertor, builtin_printer
 from .workload_defaults import default_namespace, default_pod_template
@@ -132,13 +133,14 @@ class PodStrategy(Strategy):
         default_pod(obj)
 
     def admit(self, obj: Obj, namespace: str, stored: StoredObjects) -> None:
-        """LimitRanger (the namespace's LimitRanges), then ServiceAccount and
-        DefaultTolerationSeconds."""
+        """LimitRanger (the namespace's LimitRanges), ServiceAccount and
+        DefaultTolerationSeconds, then Priority (the PriorityClasses)."""
         ranges = [lr for (ns, _), lr in sorted(stored("", "limitranges").items())
                   if ns == namespace]
         apply_limit_ranges(obj, str((obj.get("metadata") or {}).get("name") or ""), ranges)
         accounts = stored("", "serviceaccounts")
         admit_pod(obj, namespace, lambda ns, name: accounts.get((ns, name)))
+        admit_priority(obj, stored("scheduling.k8s.io", "priorityclasses").values())
 
     def prepare_for_create(self, rtype: ResourceType, obj: Obj, existing: Iterable[Obj]
                            ) -> None:

@@ -365,6 +365,7 @@ class Storage(VersionedStore):
         those propagation policies; the garbage collector removes it.
         """
         table = self.table(rtype)
+        self.strategies.of(table.rtype).check_delete(name)
         old = self.get(rtype, namespace, name)
         res = rtype.resource
         meta = old["metadata"]

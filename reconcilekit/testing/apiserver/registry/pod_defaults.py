@@ -9,9 +9,9 @@
 * :func:`admit_pod` is what the default admission chain adds on create:
   ServiceAccount (``serviceAccountName: default``, refused with 403 while the
   account does not exist, and the ``kube-api-access-*`` projected token
-  volume mounted in every container unless automounting is off),
-  DefaultTolerationSeconds (``not-ready`` and ``unreachable`` for 300 s) and
-  Priority (0, ``PreemptLowerPriority``).
+  volume mounted in every container unless automounting is off) and
+  DefaultTolerationSeconds (``not-ready`` and ``unreachable`` for 300 s);
+  Priority is :mod:`.priority_classes`'.
 * :func:`qos_class` is the status' ``qosClass``.
 """
 
@@ -159,8 +159,6 @@ def admit_pod(pod: Obj, namespace: str,
                 "NoExecute", None, "") for t in tolerations):
             tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
                                 "tolerationSeconds": 300})
-    spec.setdefault("priority", 0)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
 
 def _mount_token(spec: Obj) -> None:

@@ -157,6 +157,11 @@ class Strategy:
 
     # -- deletion --------------------------------------------------------------------
 
+    def check_delete(self, name: str) -> None:
+        """Refuse a DELETE of the object ``name`` before anything else is looked at
+        (raises :class:`~..machinery.status.StatusError`; a kind's storage that keeps
+        some objects for good, such as the system PriorityClasses)."""
+
     def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
         """CheckGracefulDelete: seconds a DELETE leaves the object terminating (0: none),
         or None when the kind is not deleted gracefully."""

@@ -61,6 +61,7 @@ from .group_printers import (
     stateful_set_cells,
     storage_class_cells,
 )
+from .priority_classes import PriorityClassStrategy
 from .service_strategy import (
     EndpointSliceStrategy,
     EndpointsStrategy,
@@ -127,7 +128,8 @@ def builtin_strategies() -> StrategyTable:
             ("rbac.authorization.k8s.io", "clusterrolebindings",
              RoleBindingStrategy(cells=role_binding_cells)),
             ("storage.k8s.io", "storageclasses", StorageClassStrategy(cells=storage_class_cells)),
-            ("scheduling.k8s.io", "priorityclasses", Strategy(cells=priority_class_cells)),
+            ("scheduling.k8s.io", "priorityclasses",
+             PriorityClassStrategy(cells=priority_class_cells)),
             ("node.k8s.io", "runtimeclasses", Strategy(cells=runtime_class_cells)),
             ("discovery.k8s.io", "endpointslices",
              EndpointSliceStrategy(cells=endpoint_slice_cells))):
