@@ -11,6 +11,12 @@ results differ raises :class:`SessionMismatch`, naming the session, the step,
 the command and a unified diff of both sides; later steps are not run (they
 would build on a divergent state).
 
+A step may carry ``until_exit: N``: it is run again on each server, a tenth of
+a second apart, until kubectl exits with N there (within :data:`STEP_TIMEOUT`),
+and the last results are compared. That is for what kube-apiserver decides from
+an informer's cache (PodSecurity reads a namespace's labels from one): a
+server-side dry run repeated until the new label is enforced.
+
 kubectl runs with a fresh ``HOME`` and cache directory per server and session
 (so no discovery cache outlives a CRD), ``TZ=UTC`` and ``LC_ALL=C``, and no
 ``KUBECTL_*`` or proxy variables of the environment.
@@ -48,6 +54,7 @@ class Step:
 
     kubectl: tuple[str, ...]
     stdin: str | None = None
+    until_exit: int | None = None
 
     def command(self) -> str:
         return "kubectl " + shlex.join(self.kubectl)
@@ -70,15 +77,20 @@ class Session:
 
 
 def _step(raw: Any, where: str) -> Step:
-    if not isinstance(raw, dict) or set(raw) - {"kubectl", "stdin"} or "kubectl" not in raw:
-        raise ValueError(f"{where}: a step is {{kubectl: [args...], stdin: text}}, got {raw!r}")
+    if not isinstance(raw, dict) or set(raw) - {"kubectl", "stdin", "until_exit"} or (
+            "kubectl" not in raw):
+        raise ValueError(f"{where}: a step is {{kubectl: [args...], stdin: text, "
+                         f"until_exit: code}}, got {raw!r}")
     args = raw["kubectl"]
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args) or not args:
         raise ValueError(f"{where}: kubectl takes a non-empty list of strings, got {args!r}")
     stdin = raw.get("stdin")
     if stdin is not None and not isinstance(stdin, str):
         raise ValueError(f"{where}: stdin is text, got {stdin!r}")
-    return Step(tuple(args), stdin)
+    until = raw.get("until_exit")
+    if until is not None and (not isinstance(until, int) or isinstance(until, bool)):
+        raise ValueError(f"{where}: until_exit is an exit code, got {until!r}")
+    return Step(tuple(args), stdin, until)
 
 
 def load_sessions(directory: Path = SESSIONS) -> list[Session]:
@@ -127,6 +139,24 @@ class StepTimeout(AssertionError):
     """A kubectl invocation that did not end within :data:`STEP_TIMEOUT` (not a mismatch)."""
 
 
+async def run_step(kubectl: str, server: Server, step: Step) -> Result:
+    """Run ``step`` against ``server``, again until it exits ``until_exit`` if it says so
+    (:class:`StepTimeout` if that takes longer than STEP_TIMEOUT)."""
+    if step.until_exit is None:
+        return await run_kubectl(kubectl, server, step)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STEP_TIMEOUT
+    while True:
+        result = await run_kubectl(kubectl, server, step)
+        if result.code == step.until_exit:
+            return result
+        if loop.time() > deadline:
+            raise StepTimeout(f"{step.command()} against {server.label} did not exit "
+                              f"{step.until_exit} within {STEP_TIMEOUT:g}s (last: "
+                              f"{result.code}, {result.stderr.strip()!r})")
+        await asyncio.sleep(0.1)
+
+
 async def run_kubectl(kubectl: str, server: Server, step: Step) -> Result:
     """Run ``step`` against ``server``; kubectl's own exit ends it (or STEP_TIMEOUT fails)."""
     env = {k: v for k, v in os.environ.items()
@@ -162,8 +192,8 @@ async def run_session(kubectl: str, session: Session, reference: Server,
     difference. ``reference`` is kube-apiserver (the judge). Returns the steps run."""
     generated = session.generate_names()
     for number, step in enumerate(session.steps, 1):
-        got = await asyncio.gather(run_kubectl(kubectl, reference, step),
-                                   run_kubectl(kubectl, candidate, step))
+        got = await asyncio.gather(run_step(kubectl, reference, step),
+                                   run_step(kubectl, candidate, step))
         ref, cand = (_normalized(r, s.namespace, generated)
                      for r, s in zip(got, (reference, candidate), strict=True))
         if ref != cand:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, eventually
 
 RESTRICTED_MESSAGE = (
     'pods "plain" is forbidden: violates PodSecurity "restricted:latest": '
@@ -29,12 +29,25 @@ def _pod(name: str, **spec: Any) -> dict[str, Any]:
 
 
 async def _label(apiserver: Cluster, **levels: str) -> None:
+    """Label the test's namespace with Pod Security ``levels`` (an ``enforce`` among them),
+    then wait until admission enforces it: kube-apiserver's PodSecurity plugin reads
+    namespaces from an informer, so a Pod created right after the label may be judged
+    by the namespace as it was. A dry run of a Pod every level but privileged refuses
+    tells when it is enforced."""
+    ns = apiserver.namespace
     got = await apiserver.request(
-        "PATCH", f"/api/v1/namespaces/{apiserver.namespace}",
+        "PATCH", f"/api/v1/namespaces/{ns}",
         json={"metadata": {"labels": {f"pod-security.kubernetes.io/{mode}": level
                                       for mode, level in levels.items()}}},
         content_type="application/merge-patch+json")
     assert got.status == 200, got
+
+    async def enforced() -> bool:
+        probe = await apiserver.request("POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All",
+                                        json=_pod("probe", hostNetwork=True))
+        return probe.status == 403
+
+    await eventually(enforced, what=f"Pod Security enforcing {levels['enforce']} in {ns}")
 
 
 async def test_a_restricted_namespace_refuses_what_the_standard_forbids(
