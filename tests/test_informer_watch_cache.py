@@ -1,6 +1,7 @@
-"""Lists from kube-apiserver's watch cache (``WatchOptions.list_from``): as fresh as a
-consistent list, one answer read as it arrives, and etcd's pages when the cache cannot
-answer. Fault injection is in-process only; the rest runs on both backends."""
+"""Lists from kube-apiserver's watch cache (``WatchOptions.list_from``): what the cache
+holds at first, never older than what was seen after, one answer read as it arrives, and
+etcd's pages when the cache cannot answer. Fault injection is in-process only; the rest
+runs on both backends."""
 
 from __future__ import annotations
 
@@ -29,26 +30,49 @@ def lists_of(client: Client) -> list[int | None]:
     return seen
 
 
-async def test_a_metadata_informer_lists_from_the_watch_cache_as_fresh_as_etcd(
+def streams_of(client: Client) -> list[dict[str, str]]:
+    """The query of every stream (a watch, a list from the watch cache) the client opens."""
+    seen: list[dict[str, str]] = []
+    open_stream = client.open_stream
+
+    async def recorded(path: str, params: Any = None, **options: Any) -> Any:
+        seen.append(dict(params or {}))
+        return await open_stream(path, params, **options)
+
+    client.open_stream = recorded  # type: ignore[method-assign]
+    return seen
+
+
+async def test_a_metadata_informer_lists_from_the_watch_cache_never_back_in_time(
         apiserver: Cluster, client: Client) -> None:
-    """A write answered before the informer starts is in its first list (the list asks
-    for etcd's revision of the moment, not the cache's), and managedFields, cut from
-    the answer before decoding, are in no stored object."""
+    """The first list asks for what the cache holds (resourceVersion=0), a relist for no
+    older than the last resourceVersion seen; each is one answer, and managedFields, cut
+    from it before decoding, are in no stored object."""
     ns = apiserver.namespace
     for i in range(3):
         await client.create(CONFIG_MAPS, cm(f"o{i}", {"app": "x"}), ns)
-    written = await client.patch(CONFIG_MAPS, "o2", {"metadata": {"labels": {"app": "y"}}}, ns)
-    lists = lists_of(client)
+    lists, streams = lists_of(client), streams_of(client)
     informer = Informer(client, CONFIG_MAPS, namespace=ns, metadata_only=True, page_size=1)
     assert informer.watcher.options.lists_from_cache
     async with running(informer):
-        # the revision of the moment (one object), then the whole list at once
-        assert lists == [200, 200]
+        assert lists == [200] and streams[0]["resourceVersion"] == "0"
+        assert "limit" not in streams[0] and "resourceVersionMatch" not in streams[0]
         assert names(informer) == ["o0", "o1", "o2"]
+        written = await client.patch(CONFIG_MAPS, "o2", {"metadata": {"labels": {"app": "y"}}},
+                                     ns)
+        rv = written["metadata"]["resourceVersion"]
+
+        def seen() -> bool:
+            stored = informer.store.get(ObjectKey(ns, "o2"))
+            return stored is not None and stored["metadata"]["resourceVersion"] == rv
+
+        await eventually(seen)
+        await informer.watcher.relisted(informer.watcher.request_relist())
+        relist = [q for q in streams if q.get("watch") != "true"][-1]
+        assert relist["resourceVersionMatch"] == "NotOlderThan"
+        assert int(relist["resourceVersion"]) >= int(rv) and lists == [200, 200]
         stored = informer.store.get(ObjectKey(ns, "o2"))
-        assert stored is not None
-        assert stored["metadata"]["resourceVersion"] == written["metadata"]["resourceVersion"]
-        assert stored["metadata"]["labels"] == {"app": "y"}
+        assert stored is not None and stored["metadata"]["labels"] == {"app": "y"}
         assert all("managedFields" not in o["metadata"] for o in informer.store.list())
         assert (stored["apiVersion"], stored["kind"]) == ("v1", "ConfigMap")
         informer.store._check_invariants()
@@ -84,31 +108,24 @@ async def test_whole_objects_list_from_the_watch_cache_when_asked(
 async def test_a_watch_cache_that_cannot_answer_falls_back_to_etcds_pages(
         apiserver: Cluster, client: Client, caplog: pytest.LogCaptureFixture,
         status: int) -> None:
-    """The cache's answer refused (504: it did not catch up with etcd in time) after the
-    revision was read: the list is read from etcd in pages instead, one INFO line."""
+    """The cache's answer refused (504: its cache behind, or the answer too slow for the
+    server's request timeout): the list is read from etcd in pages instead, and so is
+    every later one, with one INFO line."""
     ns = apiserver.namespace
     for i in range(3):
         await client.create(CONFIG_MAPS, cm(f"o{i}"), ns)
-    faults = apiserver.faults
-    armed = True
-
-    def refuse_the_cache_list(request: Any) -> None:
-        nonlocal armed
-        if armed and request.verb == "list" and request.status == 200:
-            armed = False  # the revision was read: the next list is the cache's
-            faults.fail_next(1, status=status, verb="list")  # (a stream is never retried)
-
+    apiserver.faults.fail_next(1, status=status, verb="list")  # (a stream is never retried)
     lists = lists_of(client)
-    client.add_request_observer(refuse_the_cache_list)
-    informer = Informer(client, CONFIG_MAPS, namespace=ns, metadata_only=True, page_size=3)
+    informer = Informer(client, CONFIG_MAPS, namespace=ns, metadata_only=True, page_size=2)
     caplog.set_level(logging.INFO, logger="reconcilekit.watcher")
     async with running(informer):
         assert names(informer) == ["o0", "o1", "o2"]
-    # the revision, the cache's list refused, then etcd's pages
-    assert lists[:2] == [200, status] and lists[2:] == [200] * (len(lists) - 2) != []
+        assert lists == [status, 200, 200]  # the cache's list refused, then etcd's pages
+        await informer.watcher.relisted(informer.watcher.request_relist())
+        assert lists == [status, 200, 200, 200, 200]
     messages = [r.getMessage() for r in caplog.records if r.name == "reconcilekit.watcher"]
-    assert any("the watch cache cannot answer the list" in m and "listing from etcd" in m
-               for m in messages), messages
+    assert [m for m in messages if "the watch cache cannot answer the list" in m
+            and "listing from etcd from now on" in m] == messages[:1], messages
 
 
 def test_list_from_is_checked() -> None:

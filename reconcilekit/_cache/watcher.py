@@ -10,14 +10,17 @@ Expected flow:
    decoded); any other gets the complete list in ``replace``. The sink
    converges to the complete list; a list that fails is never finished.
    With ``list_from`` ``"watch_cache"`` (by default for metadata alone) the
-   list is one answer of kube-apiserver's watch cache, asked to be at least
-   as fresh as etcd's revision read just before (``resourceVersionMatch=
-   NotOlderThan``: every write answered before the list began is in it, as
-   in a consistent list), read item by item as it arrives; if the server
-   cannot answer so (504: its cache did not catch up in time; 410; 400; 406; an
-   answer that is not a List) it is dropped and the list read from etcd
-   instead, one INFO line. From etcd (``"etcd"``, the default for whole
-   objects) it is read in pages of ``page_size``, a consistent read, the
+   list is one answer of kube-apiserver's watch cache, read item by item as
+   it arrives: the first asks for ``resourceVersion=0`` (what the cache
+   holds, as client-go's reflector asks: it may lack the writes of the
+   cache's last moments behind etcd, which the watch from its
+   resourceVersion then brings), a later one for ``resourceVersionMatch=
+   NotOlderThan`` the last resourceVersion seen (never older than what the
+   sink holds). If the server cannot answer so (504: its cache behind, or
+   the answer not written within its request timeout; 410; 400; 406; an
+   answer that is not a List) the list is read from etcd instead, as every
+   later one, and one INFO line says so. From etcd (``"etcd"``, the default
+   for whole objects) it is read in pages of ``page_size``, a consistent read, the
    next page asked for as soon as a page arrives so the server reads it
    while this one is stored (at most two pages held decoded); a list whose
    continue token expires midway (410) starts over from the first page,
@@ -101,7 +104,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from .._client.answers import INVALID_RESPONSE, invalid, watch_event
+from .._client.answers import INVALID_RESPONSE, watch_event
 from .._client.client import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, Client
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.errors import (
@@ -290,6 +293,8 @@ class Watcher:
         self.backoff = backoff or Backoff(clock=clock)
         self._listed_at = 0.0
         self._rv: str | None = None
+        self._newest: str | None = None  # the last resourceVersion seen, kept across relists
+        self._from_etcd = False  # the watch cache could not answer a list: etcd's pages
         self._lists = self._watches = self._restarts = self._dead = self._events = 0
         self._last_activity: float | None = None
         self._watching = False
@@ -410,6 +415,7 @@ class Watcher:
         self._last_error, self._failing = None, 0
         self._touch()
         self._rv = rv
+        self._newest = rv or self._newest
         self._lists_done = number
         self._listed.set()
         self._listed = anyio.Event()
@@ -429,7 +435,7 @@ class Watcher:
         async with anyio.create_task_group() as tasks:
             try:
                 page = None
-                if self.options.lists_from_cache:
+                if self.options.lists_from_cache and not self._from_etcd:
                     listing = begin_list(sink)
                     page = await self._from_cache(listing, shards)
                 if page is None:
@@ -443,38 +449,36 @@ class Watcher:
 
     async def _from_cache(self, listing: ListSink, shards: str | None
                           ) -> dict[str, Any] | None:
-        """List from kube-apiserver's watch cache into ``listing``, at least as fresh as
-        etcd now; the List without its items (their pages follow if it has a continue
-        token), or None if the server cannot answer so (its cache too far behind: 504;
-        a 410, 400 or 406; an answer that cannot be read as a List), logged at INFO: the
-        caller then lists from etcd.
+        """List from kube-apiserver's watch cache into ``listing``; the List without its
+        items (their pages follow if it has a continue token), or None if the server
+        cannot answer so (504: its cache behind, or the answer not written within its
+        request timeout; a 410, 400 or 406; an answer that cannot be read as a List),
+        logged at INFO: the caller then lists from etcd, and so does every later list
+        of this watcher.
 
-        etcd's current revision comes from a one-object list (a consistent read,
-        without the selectors, which would make etcd read on until one matches);
-        the list then asks for ``resourceVersionMatch=NotOlderThan`` that revision
-        without a limit, which the watch cache answers once it has caught up with
-        it (within 3 s, else 504): the same guarantee as a consistent list, every
-        write made before the list began is in it. The answer is one response
-        however many objects, read as it arrives (:class:`ListSplitter`), at most
-        a slab of it decoded at a time.
+        The first list asks for ``resourceVersion=0``, what the cache holds (as
+        client-go's reflector does): it may lack the writes of the cache's last
+        moments behind etcd, which the watch from its resourceVersion brings. A
+        later list asks for ``resourceVersionMatch=NotOlderThan`` the newest
+        resourceVersion seen, so the store never goes back in time. No limit is
+        sent (the cache would ignore it): the answer is one response however
+        many objects, read as it arrives (:class:`ListSplitter`), at most a slab
+        of it decoded at a time.
         """
         options = self.options
+        params = ({"resourceVersion": "0"} if self._newest is None else
+                  {"resourceVersion": self._newest, "resourceVersionMatch": "NotOlderThan"})
+        if options.label_selector:
+            params["labelSelector"] = options.label_selector
+        if options.field_selector:
+            params["fieldSelector"] = options.field_selector
+        if shards is not None:
+            params["shardSelector"] = shards
         try:
-            probe = await self.client.list(self.resource, self.namespace, limit=1,
-                                           metadata_only=True)
-            now = str((probe.get("metadata") or {}).get("resourceVersion") or "")
-            if not now:
-                raise invalid(f"the list of {self.resource.plural} has no resourceVersion")
-            params = {"resourceVersion": now, "resourceVersionMatch": "NotOlderThan"}
-            if options.label_selector:
-                params["labelSelector"] = options.label_selector
-            if options.field_selector:
-                params["fieldSelector"] = options.field_selector
-            if shards is not None:
-                params["shardSelector"] = shards
             response = await self.client.open_stream(
                 self.resource.path(self.namespace), params,
-                inactivity_timeout=options.liveness_timeout,
+                # longer than kube-apiserver's request timeout (60 s), whose 504 says more
+                inactivity_timeout=options.liveness_timeout + 30.0,
                 accept=PARTIAL_OBJECT_METADATA_LIST if options.metadata_only else None)
             splitter = ListSplitter(f"list of {self.resource.plural}",
                                     drop_managed_fields=options.drop_managed_fields)
@@ -489,8 +493,9 @@ class Watcher:
         except APIError as err:
             if err.status not in (400, 406, 410, 504) and err.reason != INVALID_RESPONSE:
                 raise
-            logger.info("%s: the watch cache cannot answer the list (%s); listing from etcd",
-                        self.resource, describe_error(err),
+            self._from_etcd = True
+            logger.info("%s: the watch cache cannot answer the list (%s); listing from etcd "
+                        "from now on", self.resource, describe_error(err),
                         extra={"resource": str(self.resource)})
             return None
         await self._deliver(listing, items)
@@ -617,14 +622,14 @@ class Watcher:
         rv = obj["metadata"].get("resourceVersion")
         if type_ == "BOOKMARK":
             if rv:
-                self._rv = rv
+                self._rv = self._newest = rv
             return
         self._events += 1
         if self.options.metadata_only:
             obj["apiVersion"], obj["kind"] = self.resource.api_version, self.resource.kind
         sink.apply(type_, obj)
         if rv:
-            self._rv = rv
+            self._rv = self._newest = rv
 
 
 def _malformed(err: BaseException) -> bool:
