@@ -5,9 +5,12 @@ runs on both backends."""
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
+import aiohttp
+import orjson
 import pytest
 from informer_helpers import cm, names, running
 
@@ -131,3 +134,48 @@ async def test_a_watch_cache_that_cannot_answer_falls_back_to_etcds_pages(
 def test_list_from_is_checked() -> None:
     with pytest.raises(ValueError, match="list_from must be 'watch_cache', 'etcd' or None"):
         WatchOptions(list_from="cache")  # type: ignore[arg-type]
+
+
+class _CutShort:
+    """An answer whose body ends before the List does, as kube-apiserver ends one it is
+    still writing when its request timeout expires."""
+
+    def __init__(self, body: bytes) -> None:
+        self.content = self
+        self._body = body
+
+    async def iter_any(self) -> Any:
+        yield self._body[:len(self._body) // 2]
+        raise aiohttp.ClientPayloadError("Response payload is not completed")
+
+    def release(self) -> None:
+        pass
+
+
+class _CutShortServer:
+    """A client whose watch-cache lists are cut short and whose pages answer whole."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+        self.asked: list[str] = []
+
+    async def open_stream(self, path: str, params: Any, **options: Any) -> _CutShort:
+        self.asked.append("cache")
+        return _CutShort(orjson.dumps({"kind": "ConfigMapList", "metadata": {
+            "resourceVersion": "5"}, "items": self.objects}))
+
+    async def list(self, resource: Any, namespace: Any, **options: Any) -> dict[str, Any]:
+        self.asked.append(f"page of {options['limit']}")
+        return {"metadata": {"resourceVersion": "5"}, "items": copy.deepcopy(self.objects)}
+
+
+async def test_a_watch_cache_answer_cut_short_falls_back_to_etcds_pages() -> None:
+    objects = [{"metadata": {"name": f"o{i}", "namespace": "ns", "resourceVersion": "5"}}
+               for i in range(200)]
+    server = _CutShortServer(objects)
+    informer = Informer(server, CONFIG_MAPS, namespace="ns",  # type: ignore[arg-type]
+                        list_from="watch_cache")
+    await informer.watcher._list(informer)
+    assert server.asked == ["cache", "page of 500"] and len(informer.store) == 200
+    await informer.watcher._list(informer)  # and every later list reads etcd
+    assert server.asked == ["cache", "page of 500", "page of 500"]

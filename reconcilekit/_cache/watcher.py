@@ -18,7 +18,7 @@ Expected flow:
    NotOlderThan`` the last resourceVersion seen (never older than what the
    sink holds). If the server cannot answer so (504: its cache behind, or
    the answer not written within its request timeout; 410; 400; 406; an
-   answer that is not a List) the list is read from etcd instead, as every
+   answer cut short or not a List) the list is read from etcd instead, as every
    later one, and one INFO line says so. From etcd (``"etcd"``, the default
    for whole objects) it is read in pages of ``page_size``, a consistent read, the
    next page asked for as soon as a page arrives so the server reads it
@@ -452,9 +452,10 @@ class Watcher:
         """List from kube-apiserver's watch cache into ``listing``; the List without its
         items (their pages follow if it has a continue token), or None if the server
         cannot answer so (504: its cache behind, or the answer not written within its
-        request timeout; a 410, 400 or 406; an answer that cannot be read as a List),
-        logged at INFO: the caller then lists from etcd, and so does every later list
-        of this watcher.
+        request timeout; a 410, 400 or 406; an answer cut short, as kube-apiserver cuts
+        one still being written when its request timeout expires; an answer that
+        cannot be read as a List), logged at INFO: the caller then lists from etcd, and
+        so does every later list of this watcher.
 
         The first list asks for ``resourceVersion=0``, what the cache holds (as
         client-go's reflector does): it may lack the writes of the cache's last
@@ -490,8 +491,9 @@ class Watcher:
                 items, meta = splitter.finish()
             finally:
                 response.release()
-        except APIError as err:
-            if err.status not in (400, 406, 410, 504) and err.reason != INVALID_RESPONSE:
+        except (APIError, aiohttp.ClientPayloadError) as err:
+            if isinstance(err, APIError) and err.status not in (400, 406, 410, 504) and (
+                    err.reason != INVALID_RESPONSE):
                 raise
             self._from_etcd = True
             logger.info("%s: the watch cache cannot answer the list (%s); listing from etcd "
