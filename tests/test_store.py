@@ -244,6 +244,25 @@ def test_a_label_selector_decodes_only_the_objects_it_selects() -> None:
     assert store.labels_of(ObjectKey("c", "web-3")) is store.labels_of(ObjectKey("a", "web-1"))
 
 
+def test_labels_seen_lately_are_filed_by_what_they_are_whatever_their_order() -> None:
+    """Labels met again (in any order) are filed with one lookup; what they are, not the
+    order they came in, decides the label set; a value that cannot be a label's is left
+    out as before."""
+    store = Store()
+    store.put(_labelled("a", "p1", app="web", tier="front"))
+    store.put({"metadata": {"namespace": "a", "name": "p2",
+                            "labels": {"tier": "front", "app": "web"}}})
+    store.put(_labelled("a", "p3", app="web", tier="front"))
+    assert store.labels_of(ObjectKey("a", "p2")) is store.labels_of(ObjectKey("a", "p1"))
+    assert store.labels_of(ObjectKey("a", "p3")) is store.labels_of(ObjectKey("a", "p1"))
+    store.put(_labelled("a", "p3", app="web", tier="back"))  # changed: another set
+    assert store.labels_of(ObjectKey("a", "p3")) == {"app": "web", "tier": "back"}
+    store.put({"metadata": {"namespace": "a", "name": "p4",
+                            "labels": {"app": "web", "bad": ["x"], "n": 1}}})
+    assert store.labels_of(ObjectKey("a", "p4")) == {"app": "web"}
+    store._check_invariants()
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_decoding_many_objects_leaves_the_garbage_collector_as_it_found_it(
         enabled: bool) -> None:

@@ -48,7 +48,7 @@ import abc
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 import anyio
 import orjson
@@ -103,6 +103,9 @@ def metadata_only(obj: Obj) -> Obj:
     meta = dict(obj.get("metadata") or {})
     meta.pop("managedFields", None)
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta}
+
+
+_DROPPING_MANAGED_FIELDS: Final = (strip_managed_fields, metadata_only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +174,8 @@ class Informer(_PagedSink):
                  backoff: Backoff | None = None,
                  shared_read_memory: int = DEFAULT_SHARED_READ_MEMORY,
                  detector: MutationDetector | None = None,
-                 reserve: Callable[[Informer, int], None] | None = None) -> None:
+                 reserve: Callable[[Informer, int], None] | None = None,
+                 list_from: Literal["watch_cache", "etcd"] | None = None) -> None:
         """Keep ``resource``, read through ``client``, in a new :attr:`store`.
 
         ``namespace`` watches one namespace (None: all of them); ``namespaces``
@@ -180,9 +184,9 @@ class Informer(_PagedSink):
         controller-runtime's multi-namespace cache does. Every watcher is made
         with the same :class:`WatchOptions`: ``label_selector``,
         ``field_selector``, ``page_size``, ``liveness_timeout``,
-        ``relist_period``, ``metadata_only`` and ``shard_selector``, as
-        described there (selectors go to the server with every list and
-        watch).
+        ``relist_period``, ``metadata_only``, ``shard_selector`` and
+        ``list_from``, as described there (selectors go to the server with
+        every list and watch).
 
         ``transform`` runs on every object before it is stored or handed to a
         handler (None: none). ``resync_period``: seconds between two
@@ -207,7 +211,8 @@ class Informer(_PagedSink):
         options = WatchOptions(label_selector=label_selector, field_selector=field_selector,
                                page_size=page_size, liveness_timeout=liveness_timeout,
                                relist_period=relist_period, metadata_only=metadata_only,
-                               shard_selector=shard_selector)
+                               shard_selector=shard_selector, list_from=list_from,
+                               drop_managed_fields=transform in _DROPPING_MANAGED_FIELDS)
         self.resource = resource
         self.store = Store(shared_read_memory=shared_read_memory, detector=detector,
                            name=str(resource))

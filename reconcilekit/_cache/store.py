@@ -188,7 +188,8 @@ class Store:
     """
 
     __slots__ = ("_canonical", "_detector", "_funcs", "_generation", "_hot", "_hot_bytes",
-                 "_hot_limit", "_indexes", "_label_of", "_label_sets", "_lists", "_name",
+                 "_hot_limit", "_indexes", "_label_memo", "_label_of", "_label_sets", "_lists",
+                 "_name",
                  "_nbytes", "_objects", "_old", "_old_bytes", "_rotations", "_sorted",
                  "_values")
 
@@ -210,6 +211,8 @@ class Store:
         self._label_of: dict[ObjectKey, _LabelSet] = {}
         # Label and index value tuples seen lately, to hold equal ones once (bounded).
         self._canonical: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # Labels as objects carry them (item pairs, in their order) -> their items (bounded).
+        self._label_memo: dict[tuple[tuple[Any, Any], ...], LabelItems] = {}
         # (index, value) -> its keys sorted; None -> every key sorted
         self._sorted: dict[tuple[str, str] | None, tuple[ObjectKey, ...]] = {}
         # The same buckets' shared objects, in that order, while each is unchanged and kept.
@@ -316,8 +319,28 @@ class Store:
         # A right-sized copy: orjson's output (and a slice of a read buffer)
         # can hold three times the bytes it shows.
         encoded = bytes(memoryview(raw if raw is not None else encode(obj)))
-        return Prepared(encoded, self._index_values(obj), self._held_once(_label_items(obj)),
+        return Prepared(encoded, self._index_values(obj), self._labels_held(obj),
                         self._generation)
+
+    def _labels_held(self, obj: Mapping[str, Any]) -> LabelItems:
+        """``obj``'s label items, held once: the labels as they come (in their order)
+        are remembered with their items, so a set of labels seen lately costs one
+        lookup instead of a sort and an interning of each key and value."""
+        labels = (obj.get("metadata") or {}).get("labels")
+        if not labels or type(labels) is not dict:
+            return self._held_once(_label_items(obj))
+        try:
+            seen = tuple(labels.items())
+            held = self._label_memo.get(seen)
+        except TypeError:  # a value that cannot be hashed (no label of a valid object)
+            return self._held_once(_label_items(obj))
+        if held is None:
+            held = self._held_once(_label_items(obj))
+            memo = self._label_memo
+            if len(memo) >= _CANONICAL_MAX:
+                memo.clear()
+            memo[seen] = held
+        return held
 
     def _index_values(self, obj: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
         """``obj``'s values for each index, equal ones held once; none for the namespace
@@ -390,6 +413,7 @@ class Store:
         self._label_sets.clear()
         self._label_of.clear()
         self._canonical.clear()
+        self._label_memo.clear()
         self._sorted.clear()
         self._lists.clear()
         self._hot, self._old = {}, {}

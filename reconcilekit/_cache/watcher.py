@@ -4,16 +4,27 @@ Specification
 -------------
 Expected flow:
 
-1. List the resource in pages (of ``page_size``, a consistent read from
-   etcd) and hand them to the sink as they arrive: a sink with
-   ``begin_list`` gets each page's items in turn and ``finish`` with the
-   list's resourceVersion once the last page is read (so neither keeps the
-   whole list decoded); any other gets the complete list in ``replace``.
-   The next page is asked for as soon as a page arrives, so the server
-   reads it while this one is stored (at most two pages held decoded).
-   The sink converges to the complete list. A list whose continue token
-   expires midway (410) starts over from the first page, with a new
-   ``begin_list``, up to 3 times; a list that fails is never finished.
+1. List the resource and hand its items to the sink as they arrive: a sink
+   with ``begin_list`` gets them in turn and ``finish`` with the list's
+   resourceVersion once the last is read (so neither keeps the whole list
+   decoded); any other gets the complete list in ``replace``. The sink
+   converges to the complete list; a list that fails is never finished.
+   With ``list_from`` ``"watch_cache"`` (by default for metadata alone) the
+   list is one answer of kube-apiserver's watch cache, read item by item as
+   it arrives: the first asks for ``resourceVersion=0`` (what the cache
+   holds, as client-go's reflector asks: it may lack the writes of the
+   cache's last moments behind etcd, which the watch from its
+   resourceVersion then brings), a later one for ``resourceVersionMatch=
+   NotOlderThan`` the last resourceVersion seen (never older than what the
+   sink holds). If the server cannot answer so (504: its cache behind, or
+   the answer not written within its request timeout; 410; 400; 406; an
+   answer cut short or not a List) the list is read from etcd instead, as every
+   later one, and one INFO line says so. From etcd (``"etcd"``, the default
+   for whole objects) it is read in pages of ``page_size``, a consistent read, the
+   next page asked for as soon as a page arrives so the server reads it
+   while this one is stored (at most two pages held decoded); a list whose
+   continue token expires midway (410) starts over from the first page,
+   with a new ``begin_list``, up to 3 times.
 2. Watch from that resourceVersion with bookmarks and a randomized
    ``timeoutSeconds`` between a half and three quarters of
    ``liveness_timeout`` (so watches of many controllers do not expire
@@ -74,7 +85,7 @@ Time: backoff, watch rotation and dead-watch detection use the injected
 clock, so tests drive them with :class:`reconcilekit.testing.FakeClock`.
 
 Settings: ``page_size``, ``liveness_timeout``, ``metadata_only``,
-``relist_period``, the selectors and the shard selector are the watcher's
+``relist_period``, ``list_from``, the selectors and the shard selector are the watcher's
 :class:`WatchOptions`, given when it is made and fixed for its life.
 """
 
@@ -86,7 +97,7 @@ import math
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import aiohttp
 import anyio
@@ -94,7 +105,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from .._client.answers import INVALID_RESPONSE, watch_event
-from .._client.client import PARTIAL_OBJECT_METADATA, Client
+from .._client.client import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, Client
 from .._foundations.clock import Clock, SystemClock
 from .._foundations.errors import (
     APIConnectionError,
@@ -107,6 +118,7 @@ from .._foundations.errors import (
 from .._foundations.logging import RepeatFilter
 from .._foundations.objects import Resource
 from .backoff import Backoff
+from .list_stream import ListSplitter
 from .watch_sink import ListSink, SinkRefused, WatchSink, begin_list
 
 __all__ = ["DeadWatchError", "NotServed", "WatchOptions", "Watcher", "WatcherStatistics"]
@@ -208,6 +220,16 @@ class WatchOptions:
         sharded manager's: its held shards), and sent with the watch after a
         list the server answered with ``shardInfo``; None, or an answer of
         None: no shard selector.
+    ``list_from``
+        ``"watch_cache"``: each list is one answer from kube-apiserver's watch
+        cache, at least as fresh as etcd when it began, read as it arrives
+        (falling back to etcd's pages when the server cannot answer so);
+        ``"etcd"``: consistent pages of ``page_size`` read from etcd. None (the
+        default): the watch cache for metadata alone, etcd for whole objects.
+    ``drop_managed_fields``
+        The sink never reads ``metadata.managedFields`` (its transform drops
+        them): a list from the watch cache of metadata alone cuts them out
+        before decoding.
     """
 
     label_selector: str | None = None
@@ -217,8 +239,13 @@ class WatchOptions:
     relist_period: float | None = None
     metadata_only: bool = False
     shard_selector: Callable[[], str | None] | None = None
+    list_from: Literal["watch_cache", "etcd"] | None = None
+    drop_managed_fields: bool = False
 
     def __post_init__(self) -> None:
+        if self.list_from not in (None, "watch_cache", "etcd"):
+            raise ValueError(f"list_from must be 'watch_cache', 'etcd' or None, "
+                             f"got {self.list_from!r}")
         if self.page_size <= 0:
             raise ValueError(f"page_size must be > 0, got {self.page_size}")
         if self.liveness_timeout < 4:
@@ -226,6 +253,14 @@ class WatchOptions:
                              f"to three quarters of it), got {self.liveness_timeout}")
         if self.relist_period is not None and self.relist_period <= 0:
             raise ValueError(f"relist_period must be > 0 seconds, got {self.relist_period}")
+
+
+    @property
+    def lists_from_cache(self) -> bool:
+        """Whether lists are asked of the watch cache (``list_from``, or its default)."""
+        if self.list_from is None:
+            return self.metadata_only
+        return self.list_from == "watch_cache"
 
 
 _DEFAULT_OPTIONS: Final = WatchOptions()
@@ -258,6 +293,8 @@ class Watcher:
         self.backoff = backoff or Backoff(clock=clock)
         self._listed_at = 0.0
         self._rv: str | None = None
+        self._newest: str | None = None  # the last resourceVersion seen, kept across relists
+        self._from_etcd = False  # the watch cache could not answer a list: etcd's pages
         self._lists = self._watches = self._restarts = self._dead = self._events = 0
         self._last_activity: float | None = None
         self._watching = False
@@ -378,38 +415,120 @@ class Watcher:
         self._last_error, self._failing = None, 0
         self._touch()
         self._rv = rv
+        self._newest = rv or self._newest
         self._lists_done = number
         self._listed.set()
         self._listed = anyio.Event()
 
     async def _pages(self, sink: WatchSink, shards: str | None) -> str:
-        """Read one list page by page into a new :class:`ListSink`, finish it, and return
-        its resourceVersion (Gone if its continue token expires after the first page).
+        """Read one list into a new :class:`ListSink`, finish it, and return its
+        resourceVersion (Gone if its continue token expires after the first page).
 
-        The next page is asked for as soon as a page arrives, so the server
-        reads it from etcd while this one is stored, yielding to the event loop
-        every few dozen objects: the list takes the longer of the server's time
-        and this process's, not their sum. At most two pages are held decoded.
+        From the watch cache (``list_from``) when the server answers so; else,
+        or when it cannot (see :meth:`_from_cache`), page by page from etcd: the
+        next page is asked for as soon as a page arrives, so the server reads
+        it from etcd while this one is stored, yielding to the event loop every
+        few dozen objects: the list takes the longer of the server's time and
+        this process's, not their sum. At most two pages are held decoded.
         """
         failure: Exception | None = None
         async with anyio.create_task_group() as tasks:
             try:
-                return await self._read_pages(begin_list(sink), shards, tasks)
+                page = None
+                if self.options.lists_from_cache and not self._from_etcd:
+                    listing = begin_list(sink)
+                    page = await self._from_cache(listing, shards)
+                if page is None:
+                    listing = begin_list(sink)  # the cache's list, if begun, is dropped
+                return await self._read_pages(listing, shards, tasks, page)
             except Exception as err:  # raised as itself, not in an exception group
                 failure = err
                 tasks.cancel_scope.cancel()
         assert failure is not None
         raise failure
 
+    async def _from_cache(self, listing: ListSink, shards: str | None
+                          ) -> dict[str, Any] | None:
+        """List from kube-apiserver's watch cache into ``listing``; the List without its
+        items (their pages follow if it has a continue token), or None if the server
+        cannot answer so (504: its cache behind, or the answer not written within its
+        request timeout; a 410, 400 or 406; an answer cut short, as kube-apiserver cuts
+        one still being written when its request timeout expires; an answer that
+        cannot be read as a List), logged at INFO: the caller then lists from etcd, and
+        so does every later list of this watcher.
+
+        The first list asks for ``resourceVersion=0``, what the cache holds (as
+        client-go's reflector does): it may lack the writes of the cache's last
+        moments behind etcd, which the watch from its resourceVersion brings. A
+        later list asks for ``resourceVersionMatch=NotOlderThan`` the newest
+        resourceVersion seen, so the store never goes back in time. No limit is
+        sent (the cache would ignore it): the answer is one response however
+        many objects, read as it arrives (:class:`ListSplitter`), at most a slab
+        of it decoded at a time.
+        """
+        options = self.options
+        params = ({"resourceVersion": "0"} if self._newest is None else
+                  {"resourceVersion": self._newest, "resourceVersionMatch": "NotOlderThan"})
+        if options.label_selector:
+            params["labelSelector"] = options.label_selector
+        if options.field_selector:
+            params["fieldSelector"] = options.field_selector
+        if shards is not None:
+            params["shardSelector"] = shards
+        try:
+            response = await self.client.open_stream(
+                self.resource.path(self.namespace), params,
+                # longer than kube-apiserver's request timeout (60 s), whose 504 says more
+                inactivity_timeout=options.liveness_timeout + 30.0,
+                accept=PARTIAL_OBJECT_METADATA_LIST if options.metadata_only else None)
+            splitter = ListSplitter(f"list of {self.resource.plural}",
+                                    drop_managed_fields=options.drop_managed_fields)
+            try:
+                async for chunk in response.content.iter_any():
+                    items = splitter.feed(chunk)
+                    if items:
+                        await self._deliver(listing, items)
+                items, meta = splitter.finish()
+            finally:
+                response.release()
+        except (APIError, aiohttp.ClientPayloadError) as err:
+            if isinstance(err, APIError) and err.status not in (400, 406, 410, 504) and (
+                    err.reason != INVALID_RESPONSE):
+                raise
+            self._from_etcd = True
+            logger.info("%s: the watch cache cannot answer the list (%s); listing from etcd "
+                        "from now on", self.resource, describe_error(err),
+                        extra={"resource": str(self.resource)})
+            return None
+        await self._deliver(listing, items)
+        return {"metadata": meta, "items": []}
+
+    async def _deliver(self, listing: ListSink, items: list[dict[str, Any]]) -> None:
+        """Name ``items`` as the resource and hand them to ``listing``, a few dozen at a
+        time, letting the event loop run in between (a page ahead gets read)."""
+        kind, api_version = self.resource.kind, self.resource.api_version
+        if self.options.metadata_only:  # PartialObjectMetadata: named as what they describe
+            for item in items:
+                item["apiVersion"], item["kind"] = api_version, kind
+        else:
+            for item in items:  # list items of built-in kinds come without kind/apiVersion
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
+        for start in range(0, len(items), _ADD_BATCH):
+            listing.add(items[start:start + _ADD_BATCH])
+            await anyio.lowlevel.checkpoint()
+
     async def _read_pages(self, listing: ListSink, shards: str | None,
-                          tasks: anyio.abc.TaskGroup) -> str:
-        page = await self._page(None, shards)
+                          tasks: anyio.abc.TaskGroup, page: dict[str, Any] | None) -> str:
+        """Read pages into ``listing`` from the first (or from ``page``, whose items it
+        has), finish it and return its resourceVersion."""
+        if page is None:
+            page = await self._page(None, shards)
         meta = page.get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
         if shards is not None:
             self.server_sharded = bool(meta.get("shardInfo"))
         self._shard_in_use = shards if self.server_sharded else None
-        kind, api_version = self.resource.kind, self.resource.api_version
         while True:
             token = meta.get("continue") or None
             ahead = _PageAhead()
@@ -417,16 +536,7 @@ class Watcher:
                 tasks.start_soon(ahead.read, functools.partial(self._page, token, shards))
             items = page.get("items") or []
             del page, meta  # only the page's items, until the sink has them
-            if self.options.metadata_only:  # PartialObjectMetadata: named as what they describe
-                for item in items:
-                    item["apiVersion"], item["kind"] = api_version, kind
-            else:
-                for item in items:  # list items of built-in kinds come without kind/apiVersion
-                    item.setdefault("apiVersion", api_version)
-                    item.setdefault("kind", kind)
-            for start in range(0, len(items), _ADD_BATCH):
-                listing.add(items[start:start + _ADD_BATCH])
-                await anyio.lowlevel.checkpoint()  # the next page's request gets sent, read
+            await self._deliver(listing, items)  # meanwhile the next page is sent, read
             del items  # (this page and the next are all that is ever held decoded)
             if not token:
                 listing.finish(rv)
@@ -514,14 +624,14 @@ class Watcher:
         rv = obj["metadata"].get("resourceVersion")
         if type_ == "BOOKMARK":
             if rv:
-                self._rv = rv
+                self._rv = self._newest = rv
             return
         self._events += 1
         if self.options.metadata_only:
             obj["apiVersion"], obj["kind"] = self.resource.api_version, self.resource.kind
         sink.apply(type_, obj)
         if rv:
-            self._rv = rv
+            self._rv = self._newest = rv
 
 
 def _malformed(err: BaseException) -> bool:
