@@ -383,22 +383,41 @@ async def _floor(client: Client, server: APIServer | None, ns: str, n: int, with
 async def _watch_bound(client: Client, ns: str, n: int, bound: anyio.Event, *,
                        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
                        ) -> None:
-    """Set ``bound`` once ``n`` claims in ``ns`` have been seen with phase Bound."""
+    """Set ``bound`` once ``n`` claims in ``ns`` have been seen with phase Bound.
+
+    A watch kube-apiserver closes (it drops a watcher that falls behind a fast
+    writer) is opened again from the last resourceVersion seen; one it answers
+    410 Gone is replaced by a list and a watch from there."""
     start = await client.list(CLAIMS, ns, limit=1)
     path = f"/apis/{CLAIMS.group}/{CLAIMS.version}/namespaces/{ns}/{CLAIMS.plural}"
-    response = await client.open_stream(path, {
-        "watch": "true", "resourceVersion": start["metadata"]["resourceVersion"],
-        "timeoutSeconds": 3600}, inactivity_timeout=None)
-    task_status.started()
+    version, started = start["metadata"]["resourceVersion"], False
     seen: set[str] = set()
-    async with response:
-        async for line in response.content:
-            obj = orjson.loads(line)["object"]
-            if (obj.get("status") or {}).get("phase") == "Bound":
-                seen.add(obj["metadata"]["name"])
-                if len(seen) == n:
+    while True:
+        response = await client.open_stream(path, {
+            "watch": "true", "resourceVersion": version, "timeoutSeconds": 3600},
+            inactivity_timeout=None)
+        if not started:
+            task_status.started()
+            started = True
+        async with response:
+            async for line in response.content:
+                event = orjson.loads(line)
+                obj = event["object"]
+                if event["type"] == "ERROR":  # 410 Gone: list, and watch from there
+                    listed = await client.list_all(CLAIMS, ns)
+                    seen.update(c["metadata"]["name"] for c in listed["items"]
+                                if (c.get("status") or {}).get("phase") == "Bound")
+                    version = listed["metadata"]["resourceVersion"]
+                    break
+                version = obj["metadata"]["resourceVersion"]
+                if (obj.get("status") or {}).get("phase") == "Bound":
+                    seen.add(obj["metadata"]["name"])
+                if len(seen) >= n:
                     bound.set()
                     return
+            if len(seen) >= n:  # (the list after a 410 saw the last of them)
+                bound.set()
+                return
 
 
 async def _count(client: Client, server: APIServer | None, ns: str, resource: Resource,
