@@ -9,6 +9,15 @@ peak memory are its own:
   workers; without its validating webhook unless ``--webhooks on`` (the
   floor has no admission: what a webhook costs the API server is measured
   by ``benchmarks/admission.py``, and here as a variant of its own);
+* ``client-go``: the anchor, the same claim binding written as a Go operator
+  is with client-go v0.28.7 (``benchmarks/go/cnclaim``: dynamic informers for
+  the custom kinds, a typed one for Pods, a rate-limited work queue, as many
+  workers as the reconcilekit operator), making the same requests per claim;
+  it has no webhook, so against reconcilekit ``--webhooks on`` the comparison
+  favours the anchor. Built as ``benchmarks/scale.py`` builds its Go program
+  (``--go auto``, the default, when a Go toolchain is found; ``--go-binary
+  PATH`` runs one built elsewhere; ``--go off`` skips it; the table says why
+  it did not run);
 * ``naive``: the same workload done the way a simple operator does it
   (``benchmarks/naive_operator.py``): no cache, list Pods from the API
   server on every reconcile, one worker;
@@ -18,9 +27,11 @@ peak memory are its own:
   operator can be faster on the same API server.
 
 Claims are created 20 at a time, for every operator. Measured: time from
-the first claim created to all claims Bound (and its ratio to the floor's),
+the first claim created to all claims Bound (and its ratios to the floor's
+and to client-go's of the same round),
 API requests per claim and 409 conflicts per claim (from the operator's
-``reconcilekit_client_requests_total``, so on any API server; Events
+``reconcilekit_client_requests_total``, which the Go operator serves too, so on
+any API server; Events
 counted apart), reconciles per claim, CPU seconds of the operator process
 during the storm (from its first claim to the last Bound) and in all (start-up
 and the initial list included), and its peak RSS; with ``--assets``, also
@@ -72,6 +83,7 @@ from reconcilekit.kinds import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, PODS
 from reconcilekit.testing import APIServer, ControlPlane, OperatorProcess
 
 from .proc_stats import cpu_and_peak_rss, cpu_seconds
+from .scale_go import CNCLAIM, go_subject
 from .store import realistic_pod
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,11 +184,11 @@ async def _settled_metrics(port: int, events: float) -> dict[str, float]:
 async def run_one(operator: str, n: int, within: float, kubeconfig: str | None = None,
                   kubelets: bool = True, workers: int = 4,
                   event_loop: str = "", server_pids: tuple[int, ...] = (),
-                  webhook: bool = False) -> dict[str, Any]:
+                  webhook: bool = False, go_argv: tuple[str, ...] = ()) -> dict[str, Any]:
     """One storm; in-process unless ``kubeconfig`` names a cluster (then in a fresh
     namespace, removed afterwards; API requests are not counted there). Without
     ``kubelets`` (a bare control plane) the Pods are placed and reported Running
-    by the benchmark, as in-process."""
+    by the benchmark, as in-process. ``go_argv`` runs the ``client-go`` operator."""
     if kubeconfig is not None:
         async with await Client.from_kubeconfig(kubeconfig) as client:
             ns = f"rk-bench-{os.getpid()}-{n}-{operator}-{workers}{event_loop}{'-wh' * webhook}"
@@ -185,7 +197,7 @@ async def run_one(operator: str, n: int, within: float, kubeconfig: str | None =
             try:
                 return await _storm(client, None, Path(kubeconfig), ns, operator, n, within,
                                     kubelets=kubelets, workers=workers, event_loop=event_loop,
-                                    server_pids=server_pids, webhook=webhook)
+                                    server_pids=server_pids, webhook=webhook, go_argv=go_argv)
             finally:
                 if kubelets:  # (a bare control plane is thrown away with its objects)
                     await client.delete(NAMESPACES, ns)
@@ -196,7 +208,7 @@ async def run_one(operator: str, n: int, within: float, kubeconfig: str | None =
             async with Client(server.configuration()) as client:
                 return await _storm(client, server, path, NS, operator, n, within,
                                     kubelets=False, workers=workers, event_loop=event_loop,
-                                    webhook=webhook)
+                                    webhook=webhook, go_argv=go_argv)
 
 
 async def _gone(client: Client, ns: str) -> None:
@@ -216,7 +228,7 @@ async def _gone(client: Client, ns: str) -> None:
 async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns: str,
                  operator: str, n: int, within: float, *, kubelets: bool,
                  workers: int, event_loop: str, server_pids: tuple[int, ...] = (),
-                 webhook: bool = False) -> dict[str, Any]:
+                 webhook: bool = False, go_argv: tuple[str, ...] = ()) -> dict[str, Any]:
     for doc in yaml.safe_load_all((MANIFESTS / "crds.yaml").read_text()):
         if doc and doc.get("kind") == "CustomResourceDefinition":
             with contextlib.suppress(AlreadyExists):
@@ -248,6 +260,9 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
     port = _free_port()
     if operator == "naive":
         args = [sys.executable, "-m", "benchmarks.naive_operator", str(kubeconfig), ns]
+    elif operator == "client-go":
+        args = [*go_argv, "-kubeconfig", str(kubeconfig), "-namespace", ns,
+                "-workers", str(workers), "-metrics-addr", f"127.0.0.1:{port}"]
     else:
         args = [sys.executable, "-m", "examples.cnclaim", "--kubeconfig", str(kubeconfig),
                 "--namespace", ns, "--workers", str(workers),
@@ -298,7 +313,7 @@ async def _storm(client: Client, server: APIServer | None, kubeconfig: Path, ns:
         reconciles = counts.get("reconciles", 0.0)
     else:
         reconciles = float(orjson.loads(proc.stdout[-1])["reconciles"])
-    return {"operator": operator, "workers": workers if operator == "reconcilekit" else 1,
+    return {"operator": operator, "workers": 1 if operator == "naive" else workers,
             "event_loop": event_loop or "default", "webhook": webhook,
             "n": n, "seconds": elapsed,
             "requests_per_claim": None if requests is None else requests / n,
@@ -368,22 +383,41 @@ async def _floor(client: Client, server: APIServer | None, ns: str, n: int, with
 async def _watch_bound(client: Client, ns: str, n: int, bound: anyio.Event, *,
                        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
                        ) -> None:
-    """Set ``bound`` once ``n`` claims in ``ns`` have been seen with phase Bound."""
+    """Set ``bound`` once ``n`` claims in ``ns`` have been seen with phase Bound.
+
+    A watch kube-apiserver closes (it drops a watcher that falls behind a fast
+    writer) is opened again from the last resourceVersion seen; one it answers
+    410 Gone is replaced by a list and a watch from there."""
     start = await client.list(CLAIMS, ns, limit=1)
     path = f"/apis/{CLAIMS.group}/{CLAIMS.version}/namespaces/{ns}/{CLAIMS.plural}"
-    response = await client.open_stream(path, {
-        "watch": "true", "resourceVersion": start["metadata"]["resourceVersion"],
-        "timeoutSeconds": 3600}, inactivity_timeout=None)
-    task_status.started()
+    version, started = start["metadata"]["resourceVersion"], False
     seen: set[str] = set()
-    async with response:
-        async for line in response.content:
-            obj = orjson.loads(line)["object"]
-            if (obj.get("status") or {}).get("phase") == "Bound":
-                seen.add(obj["metadata"]["name"])
-                if len(seen) == n:
+    while True:
+        response = await client.open_stream(path, {
+            "watch": "true", "resourceVersion": version, "timeoutSeconds": 3600},
+            inactivity_timeout=None)
+        if not started:
+            task_status.started()
+            started = True
+        async with response:
+            async for line in response.content:
+                event = orjson.loads(line)
+                obj = event["object"]
+                if event["type"] == "ERROR":  # 410 Gone: list, and watch from there
+                    listed = await client.list_all(CLAIMS, ns)
+                    seen.update(c["metadata"]["name"] for c in listed["items"]
+                                if (c.get("status") or {}).get("phase") == "Bound")
+                    version = listed["metadata"]["resourceVersion"]
+                    break
+                version = obj["metadata"]["resourceVersion"]
+                if (obj.get("status") or {}).get("phase") == "Bound":
+                    seen.add(obj["metadata"]["name"])
+                if len(seen) >= n:
                     bound.set()
                     return
+            if len(seen) >= n:  # (the list after a 410 saw the last of them)
+                bound.set()
+                return
 
 
 async def _count(client: Client, server: APIServer | None, ns: str, resource: Resource,
@@ -416,7 +450,8 @@ def _plot(results: list[dict[str, Any]]) -> None:
     for index, who in enumerate(whos):  # one line each, the median over rounds at each N
         rows = [r for r in results if _who(r) == who]
         ns = sorted({r["n"] for r in rows})
-        style = "^:" if who == "floor" else "s--" if who == "naive" else "o-"
+        style = ("^:" if who == "floor" else "s--" if who == "naive"
+                 else "d-." if who.startswith("client-go") else "o-")
         left.plot(ns, [statistics.median(r["seconds"] for r in rows if r["n"] == n)
                        for n in ns], style, label=who, color=f"C{index}")
         if who != "floor":
@@ -456,6 +491,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--events-wait", type=float, default=60.0,
                         help="after all are Bound, wait up to this many seconds for the "
                              "operator's Events to be written before counting requests")
+    parser.add_argument("--go", choices=("auto", "off"), default="auto",
+                        help="build and run the client-go operator (auto: when a Go "
+                             "toolchain is found) or not (off)")
+    parser.add_argument("--go-binary", metavar="PATH",
+                        help="a built benchmarks/go/cnclaim program to run as client-go")
     parser.add_argument("--no-plot", action="store_true")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", metavar="PATH",
@@ -469,11 +509,16 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--webhooks: off, on or off,on, not {args.webhooks!r}")
     args.webhooks = [choices[w] for w in args.webhooks.split(",")]
     EVENTS_WAIT["seconds"] = args.events_wait
-    _run_all(args)
+    go_argv, go_note, go_version = go_subject(args.go, args.go_binary, CNCLAIM)
+    if go_note:
+        _progress(f"client-go: {go_note}")
+    elif go_version:
+        _progress(f"client-go: built with {go_version}")
+    _run_all(args, tuple(go_argv or ()), go_note)
 
 
 def _run(args: argparse.Namespace, operator: str, n: int, workers: int,
-         event_loop: str, webhook: bool) -> dict[str, Any]:
+         event_loop: str, webhook: bool, go_argv: tuple[str, ...] = ()) -> dict[str, Any]:
     """One storm: with ``--assets`` on a control plane of its own, so no run pays for
     another's leftovers (a namespace of thousands of objects being deleted, a larger
     etcd); else on ``--kubeconfig``'s cluster or in-process."""
@@ -481,21 +526,26 @@ def _run(args: argparse.Namespace, operator: str, n: int, workers: int,
     if not args.assets:
         return anyio.run(functools.partial(
             run_one, operator, n, within, args.kubeconfig, True, workers, event_loop,
-            webhook=webhook))
+            webhook=webhook, go_argv=go_argv))
     with ControlPlane(args.assets) as plane, tempfile.TemporaryDirectory() as tmp:
         kubeconfig = str(plane.write_kubeconfig(Path(tmp) / "kubeconfig"))
         return anyio.run(functools.partial(
             run_one, operator, n, within, kubeconfig, False, workers, event_loop,
-            tuple(plane.pids), webhook=webhook))
+            tuple(plane.pids), webhook=webhook, go_argv=go_argv))
 
 
-def _run_all(args: argparse.Namespace) -> None:
+def _run_all(args: argparse.Namespace, go_argv: tuple[str, ...] = (),
+             go_note: str | None = None) -> None:
+    """Every storm, in rounds: per N and round the floor, each reconcilekit variant, the
+    client-go operator at each worker count (when ``go_argv`` runs it) and the naive
+    one; then the table (with ``go_note``, why client-go did not run, if it did not)."""
     sizes = [50] if args.quick else [int(s) for s in args.sizes.split(",")]
     worker_counts = [int(w) for w in args.workers.split(",")]
     results = []
     loops = args.event_loops.split(",") if args.event_loops else [""]
     runs = [("floor", 1, "", False), *(("reconcilekit", w, loop, hook) for w in worker_counts
                                        for loop in loops for hook in args.webhooks),
+            *(("client-go", w, "", False) for w in worker_counts if go_argv),
             ("naive", 1, "", False)]
     for n, round_ in ((n, r) for n in sizes for r in range(1, args.repeat + 1)):
         for operator, workers, loop, webhook in runs:
@@ -505,36 +555,48 @@ def _run_all(args: argparse.Namespace) -> None:
             result = {"operator": operator, "workers": workers, "event_loop": loop or "default",
                       "webhook": webhook}
             _progress(f"  e2e: {_who(result)}, N={n} ...")
-            result = dict(_run(args, operator, n, workers, loop, webhook), round=round_)
+            result = dict(_run(args, operator, n, workers, loop, webhook, go_argv),
+                          round=round_)
             _progress(f"  e2e: {_who(result)}, N={n}: {result['seconds']:.1f}s to all Bound")
             results.append(result)
             RESULTS.parent.mkdir(exist_ok=True)  # written as it goes: a long run keeps its rows
             RESULTS.write_text(json.dumps(results, indent=1))
     if not args.no_plot and not args.quick:
         _plot(results)
-    _report(results)
+    _report(results, go_note)
 
 
 def _who(r: dict[str, Any]) -> str:
+    workers = f"{r['workers']} worker" + ("s" if r["workers"] != 1 else "")
+    if r["operator"] == "client-go":
+        return f"client-go, {workers}"
     if r["operator"] != "reconcilekit":
         return str(r["operator"])
     loop = r.get("event_loop", "default")
-    workers = f"{r['workers']} worker" + ("s" if r["workers"] != 1 else "")
     return (f"reconcilekit, {workers}" + (f", {loop}" if loop != "default" else "")
             + (", with its webhook" if r.get("webhook") else ""))
 
 
-def _report(results: list[dict[str, Any]]) -> None:
-    """Every run (its ratio to the floor of its own round), then the medians over rounds."""
-    print("| N | round | who | time to all Bound | x floor | requests/claim (+ Events: in "
-          "all, in the storm) | 409s/claim | reconciles/claim | CPU s in storm (total) | "
-          "API server CPU s | peak RSS |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+def _report(results: list[dict[str, Any]], go_note: str | None = None) -> None:
+    """Every run (its ratios to the floor and to client-go of its own round, client-go
+    with as many workers), then the medians over rounds."""
+    print("| N | round | who | time to all Bound | x floor | x client-go | requests/claim "
+          "(+ Events: in all, in the storm) | 409s/claim | reconciles/claim | CPU s in storm "
+          "(total) | API server CPU s | peak RSS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     floors = {(r["n"], r["round"]): r["seconds"] for r in results if r["operator"] == "floor"}
+    anchors = {(r["n"], r["round"], r["workers"]): r["seconds"] for r in results
+               if r["operator"] == "client-go"}
     ratios: dict[tuple[int, str], list[float]] = {}
+    to_anchors: dict[tuple[int, str], list[float]] = {}
     for r in results:
         floor = floors.get((r["n"], r["round"]))
         ratio = f"{r['seconds'] / floor:.2f}x" if floor else "-"
+        anchor = (anchors.get((r["n"], r["round"], r["workers"]))
+                  if r["operator"] == "reconcilekit" else None)
+        to_anchor = f"{r['seconds'] / anchor:.2f}x" if anchor else "-"
+        if anchor:
+            to_anchors.setdefault((r["n"], _who(r)), []).append(r["seconds"] / anchor)
         if floor:
             ratios.setdefault((r["n"], _who(r)), []).append(r["seconds"] / floor)
         per_claim = ("n/a" if r["requests_per_claim"] is None
@@ -548,16 +610,22 @@ def _report(results: list[dict[str, Any]]) -> None:
         server = ("-" if r.get("server_cpu_seconds") is None
                   else f"{r['server_cpu_seconds']:.1f}")
         print(f"| {r['n']:,} | {r['round']} | {_who(r)} | {r['seconds']:.2f} s | {ratio} | "
-              f"{per_claim} | {conflicts} | {r['reconciles_per_claim']:.1f} | "
+              f"{to_anchor} | {per_claim} | {conflicts} | {r['reconciles_per_claim']:.1f} | "
               f"{r['storm_cpu_seconds']:.1f} ({r['cpu_seconds']:.1f}) | {server} | {rss} |")
+    if go_note:  # once, not in every round
+        print(f"| - | - | client-go | {go_note.removeprefix('not run: ')} | - | - | - | - | - "
+              "| - | - | - |")
     if max((r["round"] for r in results), default=1) > 1:
         print()
-        print("| N | who | rounds | median time | median x floor | x floor, best-worst |")
-        print("|---|---|---|---|---|---|")
+        print("| N | who | rounds | median time | median x floor | x floor, best-worst | "
+              "median x client-go |")
+        print("|---|---|---|---|---|---|---|")
         for (n, who), values in ratios.items():
             times = [r["seconds"] for r in results if r["n"] == n and _who(r) == who]
+            anchored = to_anchors.get((n, who))
             print(f"| {n:,} | {who} | {len(values)} | {statistics.median(times):.2f} s | "
-                  f"{statistics.median(values):.2f}x | {min(values):.2f}-{max(values):.2f}x |")
+                  f"{statistics.median(values):.2f}x | {min(values):.2f}-{max(values):.2f}x | "
+                  + (f"{statistics.median(anchored):.2f}x |" if anchored else "- |"))
     for r in results:
         if r.get("request_counts"):
             _progress(f"  requests, {_who(r)}, N={r['n']}, round {r['round']}: " +

