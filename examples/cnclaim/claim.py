@@ -27,7 +27,8 @@ Expected flow of :meth:`ClaimReconciler.reconcile` (through
 3. Migrating (``spec.sourcePod`` set): bind a new Pod, never the source;
    once the source Pod has no open sessions, release it to Draining; then
    clear ``spec.sourcePod``.
-4. Deleted: release every Pod labelled as ours to Draining, except those
+4. Deleted: clear ``spec.podName``, ``spec.nodeName`` and ``spec.sourcePod``,
+   then release every Pod labelled as ours to Draining, except those
    another claim now names (a migration moved them): on those only the
    stale label goes. Then report done, and the finalizer goes (bug 1: those
    Pods were skipped and cleanup reported "not done" forever).
@@ -36,6 +37,10 @@ Guarantees:
   * a Pod is never held by two claims: binding writes the claim label with
     the Pod's resourceVersion, so of two claims racing for one Pod exactly
     one write lands;
+  * a Pod is never named by two claims: a claim names a Pod only once it
+    is labelled for it (binding), and a deleted claim stops naming its Pods
+    before it releases them (a deleted claim can outlive its cleanup, and a
+    released Pod can be bound again at once);
   * two workers of one operator never race for one Pod: a worker reserves
     the Pod it tries (:class:`reconcilekit.Reservations`) and skips one
     another worker holds, or one this process wrote and the cache has not
@@ -48,6 +53,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any, Final, cast
@@ -394,20 +400,35 @@ class ClaimReconciler(Reconciler):
     # -- deletion ----------------------------------------------------------------------------
 
     async def cleanup(self, claim: Obj) -> CleanupResult[Result]:
-        """Release this claim's Pods, then report done (bug 1: never "not done" forever).
+        """Stop naming this claim's Pods, release them, then report done (bug 1: never
+        "not done" forever).
 
         Which Pods are ours is read from the API server, not the cache: a Pod
         bound a moment ago may not be cached yet, and a finalizer removed on
         that stale read would leave it claimed by nobody.
+
+        The claim's spec is cleared before any Pod is released, as a binding
+        labels the Pod before the spec names it: a released Pod can be bound
+        by another claim at once, and the deleted claim may outlive its
+        cleanup (its finalizer's removal failing and retried, or another
+        controller's finalizer holding it), so it must not name the Pod by
+        then. If the process dies in between, the Pods still carry this
+        claim's label, which the next cleanup finds.
         """
         ns, name = namespace_of(claim), name_of(claim)
         listed = await self.client.list(PODS, ns, label_selector=f"{CLAIMED_BY_LABEL}={name}")
         pods: dict[str, Obj] = {name_of(p): cast(Obj, p) for p in listed["items"]}
-        for named in (str(spec_of(claim).get("podName") or ""), source_pod(claim)):
-            if named and named not in pods:  # ours by spec, whatever its label says
+        named_pods = [n for n in (str(spec_of(claim).get("podName") or ""), source_pod(claim))
+                      if n]
+        for named in named_pods:
+            if named not in pods:  # ours by spec, whatever its label says
                 pod = await self._current_pod(ns, named)
                 if pod is not None and not claimed_by(pod):
                     pods[named] = pod
+        if named_pods:
+            with contextlib.suppress(NotFound):  # gone: it names nothing any more
+                await self.client.patch(CNCLAIMS, name, {"spec": {
+                    "podName": None, "nodeName": None, "sourcePod": None}}, ns)
         released, unlabelled = [], []
         for pod_name, pod in sorted(pods.items()):
             if deleting(pod):

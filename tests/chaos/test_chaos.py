@@ -10,6 +10,11 @@ migrating claims).
 Checked on every write the server stores (not on what watches show):
   * no Pod is named by two claims at once, and a Pod's claimed-by label
     never moves straight from one claim to another;
+  * a Pod's claimed-by label never leaves a claim whose spec.podName still
+    names the Pod: a released Pod may be bound again at once, so a claim
+    stops naming its Pod before it releases it (the check above sees a
+    breach of this only when another claim binds the Pod while the first
+    still exists, a rare interleaving);
   * no key of any controller is reconciled by two workers at once, across
     both operators;
 and at the end, once the faults stop: every claim converges to Bound, the
@@ -75,6 +80,7 @@ class Referee:
     seed: int
     violations: list[str] = field(default_factory=list)
     claimed_by: dict[str, str] = field(default_factory=dict)
+    claims: Any = None  # the server's table of claims, once one was written
     active: set[tuple[str, Request]] = field(default_factory=set)
     reconciles: int = 0
 
@@ -93,8 +99,13 @@ class Referee:
             before = self.claimed_by.get(meta["name"], "")
             if before and now and before != now:
                 self.fail(f"Pod {meta['name']}: claimed-by {before} -> {now}")
+            if before and not now and self._names(meta["namespace"], before,
+                                                          meta["name"]):
+                self.fail(f"Pod {meta['name']}: claimed-by {before} removed while claim "
+                          f"{before} still names it")
             self.claimed_by[meta["name"]] = now
         elif plural == "cnclaims":
+            self.claims = table
             holders: dict[str, str] = {}
             for claim in table.objects.values():
                 pod = (claim.get("spec") or {}).get("podName")
@@ -103,6 +114,11 @@ class Referee:
                     self.fail(f"Pod {pod} named by claims {holders[pod]} and {name}")
                 if pod:
                     holders[pod] = name
+
+    def _names(self, namespace: str, claim: str, pod: str) -> bool:
+        """Whether the claim as stored now has ``spec.podName`` ``pod``."""
+        stored = None if self.claims is None else self.claims.objects.get((namespace, claim))
+        return stored is not None and (stored.get("spec") or {}).get("podName") == pod
 
     def _removed(self, table: Any, obj: Obj) -> None:
         if table.rtype.resource.plural == "pods":

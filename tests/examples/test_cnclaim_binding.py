@@ -24,6 +24,7 @@ from reconcilekit.testing import Cluster
 
 from cnclaim_env import bound_to, eventually, idle_pod, new_claim, running_operator
 
+OTHER_FINALIZER = "example.com/keep"  # another controller's, holding a deleted claim
 SELECTOR = {"matchLabels": {"tier": "olap"},
             "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]},
                                  {"key": "cordoned", "operator": "DoesNotExist"}]}
@@ -181,3 +182,47 @@ async def test_binding_writes_the_finalizer_with_the_spec(apiserver: Cluster,
     writers = {(e["manager"], e["operation"], e.get("subresource", ""))
                for e in claim["metadata"]["managedFields"]}
     assert len([w for w in writers if w[2] == ""]) <= 2  # creator, and one binding write
+
+
+async def test_a_deleted_claim_names_no_pod_once_it_gave_the_pod_back(
+        apiserver: Cluster, client: Client) -> None:
+    """A claim's cleanup clears ``spec.podName`` before it releases the Pod: the Pod
+    can go to another claim as soon as it is released, and the deleted claim may
+    outlive its cleanup (another finalizer here; in the chaos test, its leader
+    killed between the release and the finalizer's removal while the pool
+    recycled the Pod), so no two claims ever name one Pod.
+
+    Checked: with the cleanup releasing the Pod first and leaving the spec, ``a``
+    still named the Pod once ``b`` was bound to it, and this test failed at
+    "Pod named by a and b"; restored, it passes.
+    """
+    ns = apiserver.namespace
+    pod = await idle_pod(apiserver, client, "handed-on")
+    await client.create(CNCLAIMS, {
+        "apiVersion": CNCLAIMS.api_version, "kind": CNCLAIMS.kind,
+        "metadata": {"name": "a", "finalizers": [OTHER_FINALIZER]},
+        "spec": {"poolName": "handed-on"}}, ns)
+    try:
+        async with running_operator(apiserver, client):
+            assert await eventually(lambda: bound_to(client, ns, "a"),
+                                    what="a Bound") == name_of(pod)
+            await client.delete(CNCLAIMS, "a", ns)
+
+            async def cleaned_up() -> bool:
+                got = await client.get(CNCLAIMS, "a", ns)
+                return CLAIM_FINALIZER not in got["metadata"]["finalizers"]
+
+            await eventually(cleaned_up, what="a's cleanup done")  # the other holds it
+            # What the pool does with a Draining Pod whose sessions are gone.
+            now = await client.get(PODS, name_of(pod), ns)
+            assert labels(now)[PHASE_LABEL] == "Draining"
+            await client.patch(PODS, name_of(pod), {"metadata": {"labels": {
+                PHASE_LABEL: "Idle"}}}, ns)
+            await new_claim(apiserver, client, "b", "handed-on")
+            assert await eventually(lambda: bound_to(client, ns, "b"),
+                                    what="b Bound") == name_of(pod)
+            naming = [name_of(c) for c in (await client.list(CNCLAIMS, ns))["items"]
+                      if c["spec"].get("podName") == name_of(pod)]
+        assert naming == ["b"], f"Pod named by {' and '.join(naming)}"
+    finally:
+        await client.patch(CNCLAIMS, "a", {"metadata": {"finalizers": None}}, ns)
