@@ -273,6 +273,39 @@ async def test_a_replicaset_keeps_its_pods_adopting_and_replacing(
         await eventually(orphan_gone, within=SETTLE, what="the adopted Pod deleted")
 
 
+
+async def test_a_replicaset_replaces_a_pod_while_it_is_still_terminating(
+        apiserver: Cluster, client: Client) -> None:
+    """A Pod marked for deletion no longer counts: the ReplicaSet makes its replacement
+    at once, not once the kubelet has let the old one go."""
+    ns = apiserver.namespace
+    template = {"metadata": {"labels": {"app": "t"}},
+                "spec": {"terminationGracePeriodSeconds": 600,
+                         "containers": [{"name": "app", "image": IMAGE}]}}
+    async with NodeSimulator(client, nodes=2, namespace=ns, stops=lambda pod: False):
+        await client.create(REPLICA_SETS, {
+            "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "t"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "t"}},
+                     "template": template}}, ns)
+
+        async def live() -> list[str]:
+            pods = (await client.list(PODS, ns, label_selector="app=t"))["items"]
+            return sorted(p["metadata"]["name"] for p in pods
+                          if not p["metadata"].get("deletionTimestamp"))
+
+        first = await eventually(lambda: _two(live), within=SETTLE, what="two Pods")
+        await client.delete(PODS, first[0], ns)  # ignores SIGTERM: Terminating for 600 s
+        replaced = await eventually(
+            lambda: _two(live, without=first[0]), within=SETTLE, what="a replacement")
+        old = await client.get(PODS, first[0], ns)
+        assert old["metadata"]["deletionTimestamp"] and first[1] in replaced
+        await client.delete(PODS, first[0], ns, grace_period_seconds=0)
+
+
+async def _two(live: Callable[[], Any], without: str | None = None) -> list[str] | None:
+    names: list[str] = await live()
+    return names if len(names) == 2 and without not in names else None
+
 # -- deadlines on the server's clock (in-process: a FakeClock drives the controllers) -------
 
 async def test_a_stuck_rollout_exceeds_its_progress_deadline_on_the_servers_clock() -> None:
