@@ -288,10 +288,11 @@ async def test_a_replicaset_replaces_a_pod_while_it_is_still_terminating(
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "t"}},
                      "template": template}}, ns)
 
-        async def live() -> list[str]:
+        async def live() -> list[str]:  # bound and running: an unbound Pod goes at once
             pods = (await client.list(PODS, ns, label_selector="app=t"))["items"]
             return sorted(p["metadata"]["name"] for p in pods
-                          if not p["metadata"].get("deletionTimestamp"))
+                          if not p["metadata"].get("deletionTimestamp")
+                          and (p.get("status") or {}).get("phase") == "Running")
 
         first = await eventually(lambda: _two(live), within=SETTLE, what="two Pods")
         await client.delete(PODS, first[0], ns)  # ignores SIGTERM: Terminating for 600 s

@@ -424,8 +424,9 @@ class Storage(VersionedStore):
             return result, False
         rmeta["resourceVersion"] = str(self._next_rv())
         meta = old["metadata"]
-        table.objects[(meta.get("namespace", ""), meta["name"])] = result
-        self._emit(table, "MODIFIED", result, old)
+        # Written as any change is: the controllers hear of it (a ReplicaSet replaces a Pod
+        # that is terminating without waiting for it to go, as kube-controller-manager's do).
+        self._write(table, (meta.get("namespace", ""), meta["name"]), old, result)
         return result, False
 
     def _remove_now(self, table: Table, old: dict[str, Any], when: float | None,
