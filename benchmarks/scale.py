@@ -1,7 +1,8 @@
 """Caches at scale: reconcilekit's and client-go's informer of Pods on kube-apiserver.
 
 Run: ``python -m benchmarks.scale --assets DIR [--sizes 10000,30000,100000]
-[--go auto|off] [--profile]``; ``--quick`` is ``--sizes 2000`` (a smoke run). It takes
+[--modes full,metadata] [--rounds 1] [--burst 10000] [--go auto|off] [--profile]``;
+``--quick`` is ``--sizes 2000`` (a smoke run). It takes
 long (the 100,000 Pods are written first): ``python -m benchmarks`` runs it only when
 named with ``--only scale``.
 
@@ -33,9 +34,17 @@ also the part of it that is the store's compact JSON); and a burst: a
 label patched on min(10,000, N) Pods by this process (another client, as many in
 flight as when writing the Pods), timed from the first patch until the subject's
 informer has delivered every one of them to an update handler, and the lag after
-the last patch was answered. ``--profile`` adds a cProfile of reconcilekit's
-start-to-synced (a run of its own, not timed; CPU time), the functions with most
-time of their own.
+the last patch was answered (``--burst 0``: none). Beside the metadata-only
+informers runs a floor (``scale_subject.py --mode floor``): their list alone, read
+from the watch cache and dropped, which no client of it can go below; the table
+gives each informer's time to synced over it. ``--modes`` chooses the
+informers (full objects, metadata-only, or both); with ``--rounds N`` each
+subject runs N times, the subjects alternating (each first in turn), and the
+table gives each number's median. ``--compare-with DIR`` runs the reconcilekit subject of another
+checkout's library (another revision: this checkout's subject, DIR first on
+``PYTHONPATH``) in each round beside this one's, and adds a table comparing the two. ``--profile``
+adds a cProfile of reconcilekit's start-to-synced for each mode (a run of its own,
+not timed; CPU time), the functions with most time of their own.
 
 Output: one Markdown table, a group of rows per size, and a line with the
 machine and the versions.
@@ -66,11 +75,12 @@ import asyncio
 import contextlib
 import json
 import pstats
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -92,6 +102,9 @@ NAMESPACES_USED = 20
 BURST_LABEL = "scale-burst"
 ETCD_QUOTA = 8 * 1024**3
 MODES = ("full", "metadata")
+
+
+ROOT = Path(__file__).parent.parent  # this checkout
 
 
 def _progress(text: str) -> None:
@@ -190,7 +203,7 @@ async def run_subject(argv: list[str], kubeconfig: Path, n: int, burst: int,
                       burst_value: str, in_flight: int) -> dict[str, Any]:
     """One subject process: synced figures, then the burst (unless it is a baseline)."""
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent)
+        *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
     assert proc.stdin is not None
     try:
         synced = await _line(proc, within=600 + n / 50)
@@ -214,9 +227,15 @@ async def run_subject(argv: list[str], kubeconfig: Path, n: int, burst: int,
             await proc.wait()
 
 
-def _python(mode: str, kubeconfig: Path, profile: str | None = None) -> list[str]:
+def _python(mode: str, kubeconfig: Path, profile: str | None = None,
+            library: Path | None = None) -> list[str]:
+    """The reconcilekit subject's argv; with ``library``, this checkout's subject run on
+    the reconcilekit of that checkout (first on ``sys.path``): only the library differs."""
     argv = [sys.executable, "-m", "benchmarks.scale_subject", "--kubeconfig", str(kubeconfig),
             "--mode", mode]
+    if library is not None:
+        argv = ["env", f"PYTHONPATH={library.resolve()}", sys.executable,
+                str(ROOT / "benchmarks" / "scale_subject.py"), *argv[3:]]
     return [*argv, "--profile", profile] if profile else argv
 
 
@@ -236,6 +255,8 @@ def _mib(b: float) -> str:
 
 
 ROWS = (("time to synced", "sync_seconds", lambda v: f"{v:.2f} s"),
+        ("time to the first list's answer", "first_answer_seconds", lambda v: f"{v:.2f} s"),
+        ("from that answer to synced", "after_answer_seconds", lambda v: f"{v:.2f} s"),
         ("CPU seconds of the sync", "sync_cpu", lambda v: f"{v:.2f} s"),
         ("peak RSS at sync", "peak_rss", _mib),
         ("RSS after a garbage collection", "gc_rss", _mib),
@@ -251,19 +272,64 @@ HEADER = ("| Pods (burst) | measurement | reconcilekit | client-go | reconcileki
           "|---|---|---:|---:|---:|")
 
 
-def table_rows(n: int, burst: int, results: dict[tuple[str, str], dict[str, Any]],
-               go_note: str | None) -> list[str]:
-    """The rows of one size; every size goes in one table (``--write-docs`` keeps one)."""
+def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each number's median over the rounds of one subject."""
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]
+            if isinstance(runs[0][key], int | float)}
+
+
+COMPARED_HEADER = ("| Pods | measurement | this checkout | the other | this / the other |",
+                   "|---|---|---:|---:|---:|")
+
+
+def comparison_rows(n: int, results: dict[tuple[str, str], dict[str, Any]],
+                    modes: tuple[str, ...]) -> list[str]:
+    """The rows of one size comparing this checkout's subject with the other's."""
     out = []
-    for mode in MODES:
+    for _mode, label, name, key, fmt, ours, theirs in _pairs(results, modes, "other"):
+        if ours is None or theirs is None or key == "baseline_rss":
+            continue
+        ratio = f"{ours / theirs:.2f}" if theirs else "-"
+        out.append(f"| {n:,} | {label}: {name} | {fmt(ours)} | {fmt(theirs)} | {ratio} |")
+    return out
+
+
+def _pairs(results: dict[tuple[str, str], dict[str, Any]], modes: tuple[str, ...],
+           them: str) -> Iterator[tuple[str, str, str, str, Callable[[Any], str], Any, Any]]:
+    """Per mode and row of ``ROWS``: (mode, its label, the row's name, its key, its
+    format, reconcilekit's value, ``them``'s value), a value None when not measured."""
+    for mode in modes:
         label = "full objects" if mode == "full" else "metadata-only"
         for name, key, fmt in ROWS:
-            ours = results.get(("reconcilekit", mode), {}).get(key)
-            theirs = results.get(("client-go", mode), {}).get(key)
-            a = fmt(ours) if ours is not None else "-"
-            b = fmt(theirs) if theirs is not None else ("not run" if go_note else "-")
-            ratio = f"{ours / theirs:.2f}" if ours is not None and theirs else "-"
-            out.append(f"| {n:,} ({burst:,}) | {label}: {name} | {a} | {b} | {ratio} |")
+            yield (mode, label, name, key, fmt, results.get(("reconcilekit", mode), {}).get(key),
+                   results.get((them, mode), {}).get(key))
+
+
+def revision(checkout: Path) -> str:
+    """``checkout``'s commit, short, and ``+`` when its tree has changes."""
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", str(checkout), *argv], capture_output=True,
+                              text=True, check=False).stdout.strip()
+    return (git("rev-parse", "--short", "HEAD") or "not a git checkout") + (
+        "+" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def table_rows(n: int, burst: int, results: dict[tuple[str, str], dict[str, Any]],
+               go_note: str | None, modes: tuple[str, ...] = MODES) -> list[str]:
+    """The rows of one size; every size goes in one table (``--write-docs`` keeps one)."""
+    out = []
+    for mode, label, name, key, fmt, ours, theirs in _pairs(results, modes, "client-go"):
+        a = fmt(ours) if ours is not None else "-"
+        b = fmt(theirs) if theirs is not None else ("not run" if go_note else "-")
+        ratio = f"{ours / theirs:.2f}" if ours is not None and theirs else "-"
+        out.append(f"| {n:,} ({burst:,}) | {label}: {name} | {a} | {b} | {ratio} |")
+        floor = results.get(("floor", mode), {}).get("sync_seconds")
+        if key == "sync_seconds" and floor:
+            out.append(f"| {n:,} ({burst:,}) | {label}: the list alone, read and dropped "
+                       f"(floor) | {floor:.2f} s | {floor:.2f} s | - |")
+            over = [f"{v / floor:.2f}x" if v is not None else "-" for v in (ours, theirs)]
+            out.append(f"| {n:,} ({burst:,}) | {label}: time to synced over the floor | "
+                       f"{over[0]} | {over[1]} | - |")
     return out
 
 
@@ -289,54 +355,80 @@ def go_and_versions(args: argparse.Namespace) -> tuple[list[str] | None, str | N
 async def run(args: argparse.Namespace, go_argv: list[str] | None, go_note: str | None,
               versions: str) -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    modes = tuple(mode for mode in MODES if mode in args.modes.split(","))
     async with control_plane(args.assets) as plane:
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = plane.write_kubeconfig(Path(tmp) / "kubeconfig")
+            other = args.compare_with
             baseline = {"reconcilekit": await run_subject(
                 _python("baseline", kubeconfig), kubeconfig, 0, 0, "", args.in_flight)}
+            if other is not None:
+                baseline["other"] = await run_subject(
+                    _python("baseline", kubeconfig, library=other), kubeconfig, 0, 0, "",
+                    args.in_flight)
             if go_argv:
                 baseline["client-go"] = await run_subject(
                     [*go_argv, "-kubeconfig", str(kubeconfig), "-mode", "baseline"],
                     kubeconfig, 0, 0, "", args.in_flight)
-            have, rows, profiles = 0, [], []
+            have, rows, profiles, compared = 0, [], [], []
             for n in sizes:
                 _progress(f"writing Pods up to {n:,}")
                 await populate(kubeconfig, have, n, args.in_flight)
                 await settle(kubeconfig)
                 have = n
                 burst = min(args.burst, n)
-                results: dict[tuple[str, str], dict[str, Any]] = {}
-                for mode in MODES:
-                    subjects = [("reconcilekit", _python(mode, kubeconfig))]
-                    if go_argv:
-                        subjects.append(("client-go", [*go_argv, "-kubeconfig", str(kubeconfig),
-                                                       "-mode", mode]))
-                    for who, argv in subjects:
-                        _progress(f"  {n:,} Pods, {who}, {mode}")
-                        got = await run_subject(argv, kubeconfig, n, burst,
-                                                f"{who}-{mode}-{n}", args.in_flight)
-                        if got["objects"] != n:
-                            raise RuntimeError(f"{who} {mode} cached {got['objects']} Pods, "
-                                               f"not {n}")
-                        got["baseline_rss"] = baseline[who]["settled_rss"]
-                        got["sync_cpu"] = got["cpu_seconds"] - baseline[who]["cpu_seconds"]
-                        got["bytes_per_pod"] = (got["settled_rss"] - got["baseline_rss"]) / n
-                        if "store_bytes" in got:
-                            got["store_per_pod"] = got["store_bytes"] / n
-                        results[who, mode] = got
-                        _progress(f"    {json.dumps(got)}")
-                rows.extend(table_rows(n, burst, results, go_note))
-                if args.profile:
-                    path = str(Path(tmp) / f"sync-{n}.prof")
-                    await run_subject(_python("full", kubeconfig, path), kubeconfig, n, 0, "",
+                rounds: dict[tuple[str, str], list[dict[str, Any]]] = {}
+                for round_ in range(args.rounds):  # the subjects alternate, round by round
+                    for mode in modes:
+                        subjects = [("reconcilekit", _python(mode, kubeconfig))]
+                        if other is not None:
+                            subjects.append(("other", _python(mode, kubeconfig, library=other)))
+                        if mode == "metadata":
+                            subjects.append(("floor", _python("floor", kubeconfig)))
+                        if go_argv:
+                            subjects.append(("client-go", [*go_argv, "-kubeconfig",
+                                                           str(kubeconfig), "-mode", mode]))
+                        turn = round_ % len(subjects)  # each goes first in turn: the
+                        subjects = subjects[turn:] + subjects[:turn]  # server's pace drifts
+                        for who, argv in subjects:
+                            _progress(f"  {n:,} Pods, {who}, {mode}, round {round_ + 1}")
+                            got = await run_subject(argv, kubeconfig, n,
+                                                    0 if who == "floor" else burst,
+                                                    f"{who}-{mode}-{n}-{round_}", args.in_flight)
+                            if got["objects"] != n:
+                                raise RuntimeError(f"{who} {mode} cached {got['objects']} "
+                                                   f"Pods, not {n}")
+                            base = baseline["reconcilekit" if who == "floor" else who]
+                            if "first_answer_seconds" in got:
+                                got["after_answer_seconds"] = (got["sync_seconds"]
+                                                               - got["first_answer_seconds"])
+                            got["baseline_rss"] = base["settled_rss"]
+                            got["sync_cpu"] = got["cpu_seconds"] - base["cpu_seconds"]
+                            got["bytes_per_pod"] = (got["settled_rss"] - got["baseline_rss"]) / n
+                            if "store_bytes" in got:
+                                got["store_per_pod"] = got["store_bytes"] / n
+                            rounds.setdefault((who, mode), []).append(got)
+                            _progress(f"    {json.dumps(got)}")
+                results = {subject: medians(runs) for subject, runs in rounds.items()}
+                rows.extend(table_rows(n, burst, results, go_note, modes))
+                if other is not None:
+                    compared.extend(comparison_rows(n, results, modes))
+                for mode in modes if args.profile else ():
+                    path = str(Path(tmp) / f"sync-{mode}-{n}.prof")
+                    await run_subject(_python(mode, kubeconfig, path), kubeconfig, n, 0, "",
                                       args.in_flight)
-                    profiles.append((n, _profile_lines(path)))
+                    profiles.append((n, mode, _profile_lines(path)))
     print(f"Machine: {machine()}; {versions}\n")
     if go_note:  # once, not in every cell
         rows.append(f"| - | client-go | - | {go_note.removeprefix('not run: ')} | - |")
     print("\n".join((*HEADER, *rows)) + "\n")
-    for n, lines in profiles:
-        print(f"reconcilekit, {n:,} Pods, start to synced (full objects), cProfile, "
+    if compared:
+        print(f"This checkout ({revision(ROOT)}) against {args.compare_with} "
+              f"({revision(args.compare_with)}), the same runs:\n")
+        print("\n".join((*COMPARED_HEADER, *compared)) + "\n")
+    for n, mode, lines in profiles:
+        label = "full objects" if mode == "full" else "metadata-only"
+        print(f"reconcilekit, {n:,} Pods, start to synced ({label}), cProfile, "
               "by own time:\n\n```\n" + "\n".join(lines) + "\n```\n")
 
 
@@ -351,9 +443,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--burst", type=int, default=10_000, help="updates in the burst")
     parser.add_argument("--in-flight", type=int, default=300,
                         help="writes in flight while populating and in the burst")
+    parser.add_argument("--modes", default="full,metadata",
+                        help="the informers measured: full, metadata or both")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="runs of each subject, alternating; the table gives medians")
+    parser.add_argument("--compare-with", metavar="DIR", type=Path,
+                        help="another checkout of reconcilekit (another revision), its subject "
+                             "run beside this one's in each round, compared in a table of its own")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile reconcilekit's sync (a run of its own)")
     args = parser.parse_args(argv)
+    if not args.modes or not set(args.modes.split(",")) <= set(MODES):
+        parser.error(f"--modes takes {' or '.join(MODES)}, comma-separated; got {args.modes!r}")
+    if args.compare_with is not None and not (
+            args.compare_with / "reconcilekit" / "__init__.py").is_file():
+        parser.error(f"--compare-with {args.compare_with}: not a checkout of reconcilekit "
+                     "(no reconcilekit/__init__.py)")
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.quick:
         args.sizes = "2000"
     if args.assets is None:

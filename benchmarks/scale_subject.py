@@ -1,19 +1,24 @@
 """The reconcilekit side of ``benchmarks/scale.py``: one Manager-owned cache of Pods, alone in
 its process.
 
-``python -m benchmarks.scale_subject --kubeconfig PATH --mode full|metadata|baseline
-[--profile FILE]``, as ``benchmarks/go/main.go`` is the client-go side, with the same
-protocol on stdin and stdout:
+``python -m benchmarks.scale_subject --kubeconfig PATH
+--mode full|metadata|baseline|floor [--profile FILE]``, as ``benchmarks/go/main.go`` is
+the client-go side, with the same protocol on stdin and stdout:
 
 * ``full``: ``manager.cache`` with a ``spec.nodeName`` field index (the informer of
   Pods, its default transform dropping managedFields), as an operator gets it;
 * ``metadata``: the metadata-only informer of Pods (``informer_for(PODS, metadata=True)``:
   ``PartialObjectMetadata`` on the wire);
 * ``baseline``: the same imports, client and Manager, one request, no informer (the
-  RSS the others are taken against).
+  RSS the others are taken against);
+* ``floor``: the metadata-only informer's list alone (``resourceVersion=0``,
+  ``PartialObjectMetadataList``, from kube-apiserver's watch cache), its body read
+  as it arrives and dropped, its items counted: the server's time and the bytes'
+  transfer, what no client of that list can go below (no burst follows).
 
 Once synced it prints one JSON line: ``{"event": "synced", "sync_seconds", "objects",
-"peak_rss", "settled_rss", "gc_rss"}`` (bytes: peak is VmHWM; settled is VmRSS after
+"peak_rss", "settled_rss", "gc_rss", "first_answer_seconds"}`` (the last: when the
+answer to the first list began to arrive; bytes: peak is VmHWM; settled is VmRSS after
 ``gc.collect()`` and ``malloc_trim(0)``, as the Go side frees with
 ``debug.FreeOSMemory``; ``gc_rss`` is VmRSS after the collection alone; and
 ``store_bytes``, the compact JSON the store holds). With
@@ -40,12 +45,13 @@ import time
 import tracemalloc
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import anyio
 
-from reconcilekit import Client, EventHandler, Manager
+from reconcilekit import Client, EventHandler, Manager, RequestRecord
 from reconcilekit.kinds import PODS
+from reconcilekit.lowlevel import PARTIAL_OBJECT_METADATA_LIST
 
 BURST_LABEL = "scale-burst"
 
@@ -111,9 +117,46 @@ class Burst:
             self.done.set()
 
 
+_ITEM: Final = b'{"kind":"PartialObjectMetadata",'
+
+
+async def read_list_alone(client: Client) -> int:
+    """The metadata-only list of every Pod from the watch cache, read and dropped; how
+    many items it held (counted in the bytes, an item's first bytes across two reads
+    included)."""
+    response = await client.open_stream(PODS.path(None), {"resourceVersion": "0"},
+                                        accept=PARTIAL_OBJECT_METADATA_LIST)
+    count, tail = 0, b""
+    try:
+        async for chunk in response.content.iter_any():
+            data = tail + chunk  # the tail, too short to hold an item's first bytes whole
+            count += data.count(_ITEM)
+            tail = data[-len(_ITEM) + 1:]
+    finally:
+        response.release()
+    return count
+
+
+class FirstAnswer:
+    """When the answer to the first list arrived (its status and headers: kube-apiserver
+    sends them once the answer is encoded, with its first bytes)."""
+
+    def __init__(self, client: Client) -> None:
+        self.at: float | None = None
+        client.add_request_observer(self.observe)
+
+    def observe(self, request: RequestRecord) -> None:
+        if self.at is None and request.verb == "list":
+            self.at = time.perf_counter()
+
+    def seconds(self, began: float) -> float:
+        return (self.at or began) - began
+
+
 async def run(kubeconfig: str, mode: str, profile: str | None) -> None:
     async with await Client.from_kubeconfig(kubeconfig) as client:
         manager = Manager(client, http_addr=None)
+        first = FirstAnswer(client)
         if mode == "baseline":
             await client.list(PODS, limit=1)
             after_gc = settle()
@@ -121,6 +164,15 @@ async def run(kubeconfig: str, mode: str, profile: str | None) -> None:
             emit(event="synced", sync_seconds=0.0, objects=0, peak_rss=peak, settled_rss=rss,
                  gc_rss=after_gc)
             await anyio.to_thread.run_sync(sys.stdin.read)  # live until told: CPU is read
+            return
+        if mode == "floor":
+            began = time.perf_counter()
+            objects = await read_list_alone(client)
+            synced = time.perf_counter() - began
+            peak, rss = memory()
+            emit(event="synced", sync_seconds=synced, objects=objects, peak_rss=peak,
+                 settled_rss=rss, gc_rss=rss, first_answer_seconds=first.seconds(began))
+            await anyio.to_thread.run_sync(sys.stdin.read)
             return
         metadata = mode == "metadata"
         if metadata:
@@ -145,7 +197,8 @@ async def run(kubeconfig: str, mode: str, profile: str | None) -> None:
         after_gc = settle()
         _, rss = memory()
         emit(event="synced", sync_seconds=synced, objects=len(informer.store), peak_rss=peak,
-             settled_rss=rss, gc_rss=after_gc, store_bytes=informer.store.nbytes, **_traced())
+             settled_rss=rss, gc_rss=after_gc, store_bytes=informer.store.nbytes,
+             first_answer_seconds=first.seconds(began), **_traced())
         try:
             while line := await anyio.to_thread.run_sync(sys.stdin.readline):
                 command, want, need = line.split()
@@ -165,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scale_subject",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--mode", choices=("full", "metadata", "baseline"), required=True)
+    parser.add_argument("--mode", choices=("full", "metadata", "baseline", "floor"),
+                        required=True)
     parser.add_argument("--profile", metavar="FILE")
     args = parser.parse_args(argv)
     asyncio.run(run(args.kubeconfig, args.mode, args.profile))

@@ -831,12 +831,12 @@ gc.collect()
 gc.callbacks.append(count)
 try:
     decoded = _loads(page)  # 60,000 dicts: some 85 collections with the collector on
-    during = len(starts)  # (no allocation: the deferred collection has not run yet)
+    during = len(starts)  # at most the one deferred until the collector is on again
     orjson.loads(page)
     unpaused = len(starts) - during
 finally:
     gc.callbacks.remove(count)
-assert during == 0 and unpaused > 0, (during, unpaused)
+assert during <= 1 and unpaused > 10, (during, unpaused)
 assert len(decoded["items"]) == 20_000 and gc.isenabled()
 try:
     _loads(page[:-1])

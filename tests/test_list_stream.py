@@ -87,13 +87,17 @@ def test_managed_fields_of_metadata_alone_are_cut_before_decoding() -> None:
     assert dropped == objects
 
 
-def test_managed_fields_that_do_not_close_the_item_are_kept() -> None:
+@pytest.mark.parametrize("after", [[{"x": 1}], {"x": [1]}, {"x": {}}, "s]}}", 1, None])
+def test_managed_fields_that_do_not_close_the_item_are_kept(after: Any) -> None:
     item = partial(0, [{"manager": "m"}])
-    item["metadata"]["after"] = [{"x": 1}]  # a field after them: nothing is cut
-    unbalanced = partial(1, [{"manager": "m", "fieldsV1": {"f:a]": {}}}])
-    body = orjson.dumps({"kind": "PartialObjectMetadataList", "items": [item, unbalanced],
+    item["metadata"]["after"] = after  # a field after them: nothing is cut
+    bracket = partial(1, [{"manager": "m", "fieldsV1": {"f:a]": {}}}])  # a "]" in a key
+    bracket_last = partial(2, [{"manager": "m]}}"}])
+    not_objects = partial(3, [[{"manager": "m"}]])
+    objects = [item, bracket, bracket_last, not_objects]
+    body = orjson.dumps({"kind": "PartialObjectMetadataList", "items": objects,
                          "metadata": {}})
-    assert split(body, 10, drop=True)[0] == [item, unbalanced]
+    assert split(body, 10, drop=True)[0] == objects
 
 
 @pytest.mark.parametrize(("body", "message"), [

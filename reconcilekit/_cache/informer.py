@@ -98,9 +98,16 @@ def metadata_only(obj: Obj) -> Obj:
     """Keep only apiVersion, kind and metadata (without managedFields).
 
     For kinds a controller only maps events from: the cache then holds what
-    a PartialObjectMetadata would, a fraction of the object.
+    a PartialObjectMetadata would, a fraction of the object. ``obj`` itself
+    when it holds nothing else (a metadata-only list's items, their
+    ``managedFields`` cut before decoding), as :func:`strip_managed_fields`
+    returns the object it was given.
     """
-    meta = dict(obj.get("metadata") or {})
+    meta = obj.get("metadata")
+    if len(obj) == 3 and type(meta) is dict and "managedFields" not in meta and (
+            "kind" in obj and "apiVersion" in obj):
+        return obj
+    meta = dict(meta or {})
     meta.pop("managedFields", None)
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta}
 
@@ -461,9 +468,10 @@ class Informer(_PagedSink):
         store holds it already."""
         stored = self.store.get_raw(key)
         old = None
-        if stored is not None and stored != prepared.raw and self._handlers:
+        raw = prepared[0]
+        if stored is not None and stored != raw and self._handlers:
             old = orjson.loads(stored)
-        if stored == prepared.raw or (old is not None and rv and resource_version_of(old) == rv):
+        if stored == raw or (old is not None and rv and resource_version_of(old) == rv):
             self._observe_version(key, rv)
             return  # nothing new: a replayed or relisted unchanged object
         self.store.put_prepared(key, prepared)
@@ -473,11 +481,11 @@ class Informer(_PagedSink):
             if stored is None:
                 if handler.on_add is not None:
                     self._call(handler.on_add, obj if i == 0 and obj is not None
-                               else orjson.loads(prepared.raw))
+                               else orjson.loads(raw))
             elif handler.on_update is not None:
                 assert old is not None
                 self._call(handler.on_update, old if i == 0 else orjson.loads(stored),
-                           obj if i == 0 and obj is not None else orjson.loads(prepared.raw))
+                           obj if i == 0 and obj is not None else orjson.loads(raw))
 
     def _notify_delete(self, obj: Obj) -> None:
         for i, handler in enumerate(self._handlers):
@@ -537,8 +545,8 @@ class Listing:
                 continue
             prepared = transform(obj) if transform is not None else obj
             ready = store.prepare(prepared)
-            added += len(ready.raw)
-            fresh[object_key(prepared)] = (ready, resource_version_of(prepared))
+            added += len(ready[0])
+            fresh[object_key(prepared)] = ready, resource_version_of(prepared)
         if self._reserve is not None:
             self._bytes += added
             self._reserve(informer, self._bytes)

@@ -37,12 +37,12 @@ for a body that is not a List.
 
 from __future__ import annotations
 
-import gc
 from typing import Any, Final
 
 import orjson
 
-from .._client.answers import check_list, check_object, invalid
+from .._client.answers import check_items, check_list, invalid
+from .._foundations.collector import collector_paused
 
 __all__ = ["ListSplitter"]
 
@@ -166,43 +166,65 @@ class ListSplitter:
             return []
         if self._drop and slab.startswith(_PARTIAL):
             assert self._marker is not None
-            slab = self._marker.join(map(_without_managed_fields, slab.split(self._marker)))
+            array = _array_without_managed_fields(slab, self._marker)
+        else:
+            array = b"[" + slab + b"]"
         try:
-            items = _loads(b"[" + slab + b"]", None)
+            items = _loads(array, None)
         except orjson.JSONDecodeError:
             return None
-        what = self._what
-        for index, item in enumerate(items):
-            check_object(item, f"the {what}'s items[{index}]")
+        check_items(items, self._what)
         return items  # type: ignore[no-any-return]
 
 
-def _without_managed_fields(item: bytes) -> bytes:
-    """``item`` (a PartialObjectMetadata's JSON) without ``metadata.managedFields``, when
-    they close it as one balanced array; else ``item`` as it is."""
-    at = item.rfind(_MANAGED)
-    if at < 0 or not item.endswith(b"]}}"):
-        return item
-    cut = item[at + len(_MANAGED):-2]
-    # A field after the array would follow it as ``],"``, which the array cannot hold
-    # (its entries hold no array, and a string no unescaped quote).
-    if (cut[:2] != b"[{" or b'],"' in cut or cut.count(b"[") != cut.count(b"]")
-            or cut.count(b"{") != cut.count(b"}")):
-        return item
-    return item[:at] + b"}}"
+def _array_without_managed_fields(slab: bytes, marker: bytes) -> bytes:
+    """The JSON array of ``slab``'s items (PartialObjectMetadata, separated by
+    ``marker``), each without ``metadata.managedFields`` where they close it as one
+    array of objects, and as it is otherwise; only the bytes kept are copied.
+
+    The array closes an item when its first ``]`` is followed by the ``}}``
+    that close the item, then by the next item's first bytes or the end of
+    the slab: its entries hold no array (``fieldsV1`` is objects all the way
+    down), so a field after the array, or anything else, puts a ``]``
+    earlier, or none where it must be. The key cannot be matched inside a
+    string (a quote there is escaped); a label named so has a string for its
+    value, and the item is then looked at as a whole: cut where its last key
+    of that name is such an array, kept whole otherwise."""
+    view = memoryview(slab)
+    pieces: list[bytes | memoryview] = [b"["]
+    start, size, skip = 0, len(slab), len(_MANAGED)
+    while start < size:
+        at = slab.find(_MANAGED, start)
+        close = slab.find(b"]", at + skip) if at >= 0 else -1
+        after = close + 3  # past ``]}}``
+        if (close >= 0 and slab.startswith(b"[{", at + skip)
+                and slab.startswith(b"]}}", close)
+                and (after == size or slab.startswith(marker, after))):
+            pieces += (view[start:at], b"}}")
+        else:  # the item up to the next one, cut only as exactly
+            after = slab.find(marker, start)
+            if after < 0:
+                after = size
+            at = slab.rfind(_MANAGED, start, after)
+            if (at >= 0 and slab.startswith(b"[{", at + skip)
+                    and slab.find(b"]", at + skip, after) == after - 3
+                    and slab.startswith(b"]}}", after - 3)):
+                pieces += (view[start:at], b"}}")
+            else:
+                pieces.append(view[start:after])
+        pieces.append(b",")
+        start = after + 1  # past the comma: the marker's own bytes begin the next item
+    pieces[-1] = b"]"
+    return b"".join(pieces)
 
 
 def _loads(raw: bytes, what: str | None) -> Any:
-    """``raw`` decoded with the collector paused (decoded JSON holds no cycle); with
+    """``raw`` decoded (with the collector paused: decoded JSON holds no cycle); with
     ``what``, an undecodable body is :func:`invalid` naming it."""
-    enabled = gc.isenabled()
-    gc.disable()
     try:
-        return orjson.loads(raw)
+        with collector_paused():
+            return orjson.loads(raw)
     except orjson.JSONDecodeError:
         if what is None:
             raise
         raise invalid(f"the answer to the {what} is not JSON") from None
-    finally:
-        if enabled:
-            gc.enable()

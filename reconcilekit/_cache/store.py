@@ -39,7 +39,6 @@ decoding itself for 30,000 Pods).
 
 from __future__ import annotations
 
-import gc
 import heapq
 import json
 import sys
@@ -48,6 +47,7 @@ from typing import Any, Final, cast
 
 import orjson
 
+from .._foundations.collector import collector_paused
 from .._foundations.objects import Obj, ObjectKey, object_key
 from .._foundations.selectors import LabelSelector
 from .mutation_detector import MutationDetector
@@ -67,6 +67,9 @@ DECODED_BYTES_PER_JSON_BYTE: Final = 5
 DEFAULT_SHARED_READ_MEMORY: Final = 64 * 1024**2
 _PAUSE_GC_FROM: Final = 64  # objects decoded at once
 _CANONICAL_MAX: Final = 4096  # distinct tuples remembered to hold equal ones once
+
+
+_NAMESPACE_ONLY: Final[tuple[tuple[str, ...], ...]] = ((),)  # a store's values, no index but it
 
 
 def _namespace_index(obj: Mapping[str, Any]) -> Iterable[str]:
@@ -117,13 +120,10 @@ def _gc_paused(count: int, decode: Callable[[], Objs]) -> Objs:
     """``decode()``, with the garbage collector paused when it makes ``count`` objects,
     many (see the module docstring): decoded objects are acyclic, freed by reference
     counting. A collector paused by someone else stays paused."""
-    if count < _PAUSE_GC_FROM or not gc.isenabled():
+    if count < _PAUSE_GC_FROM:
         return decode()
-    gc.disable()
-    try:
+    with collector_paused():
         return decode()
-    finally:
-        gc.enable()
 
 
 class _LabelSet:
@@ -152,18 +152,13 @@ class _LabelSet:
         return self.sorted_keys
 
 
-class Prepared:
-    """An object ready to be stored: its JSON, index values and labels (see
-    :meth:`Store.prepare`)."""
-
-    __slots__ = ("_generation", "_labels", "_values", "raw")
-
-    def __init__(self, raw: bytes, values: tuple[tuple[str, ...], ...], labels: LabelItems,
-                 generation: int) -> None:
-        self.raw = raw
-        self._values = values  # per index, in the order of the store's indexes
-        self._labels = labels
-        self._generation = generation  # the store's indexes it was computed for
+Prepared = tuple[bytes, tuple[tuple[str, ...], ...], LabelItems, int]
+"""An object ready to be stored (see :meth:`Store.prepare`): its JSON, its values for
+each index (in the order of the store's indexes), its label items, and the store's
+index generation they were computed for. A plain tuple of strings, bytes and ints:
+the garbage collector stops tracking it at its first collection, so the 100,000
+objects of a list, prepared before they are stored, add nothing to the collections
+that run meanwhile (an instance of a class of its own would be walked by each)."""
 
 
 class Store:
@@ -319,8 +314,7 @@ class Store:
         # A right-sized copy: orjson's output (and a slice of a read buffer)
         # can hold three times the bytes it shows.
         encoded = bytes(memoryview(raw if raw is not None else encode(obj)))
-        return Prepared(encoded, self._index_values(obj), self._labels_held(obj),
-                        self._generation)
+        return encoded, self._index_values(obj), self._labels_held(obj), self._generation
 
     def _labels_held(self, obj: Mapping[str, Any]) -> LabelItems:
         """``obj``'s label items, held once: the labels as they come (in their order)
@@ -345,6 +339,8 @@ class Store:
     def _index_values(self, obj: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
         """``obj``'s values for each index, equal ones held once; none for the namespace
         index (the key's namespace is its value)."""
+        if len(self._funcs) == 1:  # the namespace index alone (held by the keys)
+            return _NAMESPACE_ONLY
         return tuple(() if name == NAMESPACE_INDEX else self._held_once(self._values_of(fn, obj))
                      for name, fn in self._funcs.items())
 
@@ -364,9 +360,8 @@ class Store:
 
     def put_prepared(self, key: ObjectKey, prepared: Prepared) -> bytes | None:
         """Store what :meth:`prepare` made under ``key``; returns the previous JSON."""
-        encoded = prepared.raw
-        values = prepared._values
-        if prepared._generation != self._generation:  # an index was added since
+        encoded, values, labels, generation = prepared
+        if generation != self._generation:  # an index was added since
             values = self._index_values(orjson.loads(encoded))
         previous = self._objects.get(key)
         if previous is not None:
@@ -388,7 +383,7 @@ class Store:
                     continue  # most updates change no index value: the sorted lists stay
                 self._unindex_one(name, key)
             self._index_one(name, key, name_values)
-        self._label(key, prepared._labels)
+        self._label(key, labels)
         return previous
 
     def delete(self, key: ObjectKey) -> bytes | None:

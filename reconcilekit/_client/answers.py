@@ -29,7 +29,8 @@ import orjson
 
 from .._foundations.errors import APIError
 
-__all__ = ["INVALID_RESPONSE", "check_list", "check_object", "invalid", "watch_event"]
+__all__ = ["INVALID_RESPONSE", "check_items", "check_list", "check_object", "invalid",
+           "watch_event"]
 
 INVALID_RESPONSE: Final = "InvalidResponse"
 EVENT_TYPES: Final = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
@@ -62,6 +63,22 @@ def check_object(obj: Any, where: str) -> dict[str, Any]:
     return obj
 
 
+def check_items(items: list[Any], what: str) -> None:
+    """Each of ``items`` checked as :func:`check_object` checks it, the message naming
+    ``the {what}'s items[i]``; formatted only for an item that fails (a list of
+    100,000 formats none)."""
+    for index, item in enumerate(items):
+        if type(item) is dict:
+            meta = item.get("metadata")
+            if type(meta) is dict:
+                name, namespace = meta.get("name"), meta.get("namespace")
+                version = meta.get("resourceVersion")
+                if (type(name) is str and name and (namespace is None or type(namespace) is str)
+                        and (version is None or type(version) is str)):
+                    continue
+        check_object(item, f"the {what}'s items[{index}]")
+
+
 def check_list(answer: Mapping[str, Any], what: str) -> dict[str, Any]:
     """``answer`` if it is a List (see the module docstring); :func:`invalid` otherwise.
 
@@ -83,8 +100,7 @@ def check_list(answer: Mapping[str, Any], what: str) -> dict[str, Any]:
         answer["items"] = items = []
     if not isinstance(items, list):
         raise invalid(f"the {what}'s items is not a list: {_shown(items)}")
-    for index, item in enumerate(items):
-        check_object(item, f"the {what}'s items[{index}]")
+    check_items(items, what)
     return answer
 
 

@@ -35,7 +35,6 @@ traced.
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import random
 import ssl
@@ -51,6 +50,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from .._foundations.clock import Clock
+from .._foundations.collector import collector_paused
 from .._foundations.errors import (
     APIConnectionError,
     APIError,
@@ -472,13 +472,10 @@ def _loads(raw: bytes) -> Any:
     allocation. orjson holds the GIL for the whole call, so no other thread
     runs while it is paused; a collector already disabled stays so.
     """
-    if len(raw) < _QUIET_DECODE_BYTES or not gc.isenabled():
+    if len(raw) < _QUIET_DECODE_BYTES:
         return orjson.loads(raw)
-    gc.disable()
-    try:
+    with collector_paused():
         return orjson.loads(raw)
-    finally:
-        gc.enable()
 
 
 def _decode(status: int, raw: bytes) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeAlias, TypedDict
+from typing import Any, Final, Generic, NamedTuple, TypeAlias, TypedDict
 
 if sys.version_info >= (3, 13):
     from typing import TypeVar
@@ -145,8 +145,12 @@ def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     in every key a cache or queue holds)."""
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace") or ""
-    return ObjectKey(sys.intern(namespace) if type(namespace) is str else namespace,
-                     meta.get("name") or "")
+    # tuple.__new__ as the named tuple's own __new__ does, without its Python frame
+    return _new_key(ObjectKey, (sys.intern(namespace) if type(namespace) is str else namespace,
+                                meta.get("name") or ""))
+
+
+_new_key: Final = tuple.__new__
 
 
 def resource_version_of(obj: Mapping[str, Any]) -> str:
