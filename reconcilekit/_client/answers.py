@@ -48,19 +48,10 @@ def _shown(value: Any) -> str:
 
 def check_object(obj: Any, where: str) -> dict[str, Any]:
     """``obj`` if it is an object with a usable ``metadata``; :func:`invalid` otherwise."""
-    if not isinstance(obj, dict):
-        raise invalid(f"{where} is not an object: {_shown(obj)}")
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        raise invalid(f"{where}.metadata is not an object: {_shown(meta)}")
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise invalid(f"{where}.metadata.name is not a non-empty string: {_shown(name)}")
-    for field in ("namespace", "resourceVersion"):
-        value = meta.get(field)
-        if value is not None and not isinstance(value, str):
-            raise invalid(f"{where}.metadata.{field} is not a string: {_shown(value)}")
-    return obj
+    problem = _problem(obj)
+    if problem is not None:
+        raise invalid(where + problem)
+    return obj  # type: ignore[no-any-return]
 
 
 def check_items(items: list[Any], what: str) -> None:
@@ -68,15 +59,27 @@ def check_items(items: list[Any], what: str) -> None:
     ``the {what}'s items[i]``; formatted only for an item that fails (a list of
     100,000 formats none)."""
     for index, item in enumerate(items):
-        if type(item) is dict:
-            meta = item.get("metadata")
-            if type(meta) is dict:
-                name, namespace = meta.get("name"), meta.get("namespace")
-                version = meta.get("resourceVersion")
-                if (type(name) is str and name and (namespace is None or type(namespace) is str)
-                        and (version is None or type(version) is str)):
-                    continue
-        check_object(item, f"the {what}'s items[{index}]")
+        problem = _problem(item)
+        if problem is not None:
+            raise invalid(f"the {what}'s items[{index}]{problem}")
+
+
+def _problem(obj: Any) -> str | None:
+    """What makes ``obj`` not an object with a usable ``metadata`` (the message after the
+    place it was found), or None."""
+    if not isinstance(obj, dict):
+        return f" is not an object: {_shown(obj)}"
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return f".metadata is not an object: {_shown(meta)}"
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return f".metadata.name is not a non-empty string: {_shown(name)}"
+    for field in ("namespace", "resourceVersion"):
+        value = meta.get(field)
+        if value is not None and not isinstance(value, str):
+            return f".metadata.{field} is not a string: {_shown(value)}"
+    return None
 
 
 def check_list(answer: Mapping[str, Any], what: str) -> dict[str, Any]:
