@@ -40,6 +40,7 @@ TEST_ANNOTATION = "testing.reconcilekit.dev/test"
 # an owner reference with blockOwnerDeletion needs update on the owner's finalizers
 # subresource, which generated RBAC must then grant.
 OPTIONAL_ADMISSION_PLUGINS = ("OwnerReferencesPermissionEnforcement",)
+_ADMISSION_MAPPING_SECONDS = 45.0  # beyond the 30 s reset of kube-apiserver's admission mapper
 
 
 class NamespaceNotRemoved(AssertionError):
@@ -215,9 +216,11 @@ class Cluster:
         """Create a CustomResourceDefinition (YAML text, a path, or a dict) and wait
         until it is Established and discovery lists it in every served version (as
         envtest's WaitForCRDs does: kube-apiserver updates discovery a moment after
-        the condition). An existing CRD of the same name is kept as is; one this
-        call created is deleted at the end (see :meth:`delete_at_end`: for the
-        ``apiserver`` fixture, when the session ends, so tests may share it)."""
+        the condition), and until its admission plugins can map the kind (their
+        mapper reads discovery apart, reset every 30 s). An existing CRD of the
+        same name is kept as is; one this call created is deleted at the end (see
+        :meth:`delete_at_end`: for the ``apiserver`` fixture, when the session
+        ends, so tests may share it)."""
         if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                         and await anyio.Path(source).exists()):
             source = await anyio.Path(source).read_text()
@@ -237,11 +240,43 @@ class Cluster:
             conditions = (got.body or {}).get("status", {}).get("conditions") or []
             if any(c.get("type") == "Established" and c.get("status") == "True"
                    for c in conditions) and await self._discovered(got.body):
+                await self._until_admission_maps(got.body)
                 return dict(got.body)
             if loop.time() > deadline:
                 raise TimeoutError(f"CRD {name} was not Established and discovered within "
                                    f"{wait_seconds}s")
             await asyncio.sleep(0.05)
+
+    async def _until_admission_maps(self, crd: Mapping[str, Any]) -> None:
+        """Wait until kube-apiserver's admission maps the CRD's kind to its resource.
+
+        The OwnerReferencesPermissionEnforcement plugin resolves an owner reference
+        with ``blockOwnerDeletion`` through discovery it caches apart from the
+        CRD's handler, refreshed on a miss at most once between its periodic
+        resets (every 30 s), and refuses such a write until it finds the kind
+        ("cannot find RESTMapping"). A server-side dry run of a ConfigMap owned
+        that way by one of the kind asks it; any other answer (the plugin off
+        included) means the kind is mapped.
+        """
+        spec = crd["spec"]
+        version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+        probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "generateName": "crd-mapping-probe-", "ownerReferences": [{
+                "apiVersion": f"{spec['group']}/{version}", "kind": spec["names"]["kind"],
+                "name": "probe", "uid": "00000000-0000-4000-8000-000000000000",
+                "blockOwnerDeletion": True}]}}
+        path = f"/api/v1/namespaces/{self.namespace}/configmaps"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _ADMISSION_MAPPING_SECONDS
+        while True:
+            got = await self.request("POST", path, json=probe, params={"dryRun": "All"})
+            if got.status != 403 or "cannot find RESTMapping" not in str(got.body):
+                return
+            if loop.time() > deadline:
+                raise TimeoutError(f"admission did not map the kind of CRD "
+                                   f"{crd['metadata']['name']} within "
+                                   f"{_ADMISSION_MAPPING_SECONDS:g}s: {got.body}")
+            await asyncio.sleep(0.1)
 
     async def _discovered(self, crd: Mapping[str, Any]) -> bool:
         """Whether discovery lists the CRD's plural in each of its served versions."""

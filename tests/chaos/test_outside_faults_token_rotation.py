@@ -52,6 +52,16 @@ async def grant(admin: Client, ns: str) -> None:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SA},
         "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": ns}]}, ns)
 
+    async def in_force() -> bool:  # kube-apiserver's RBAC reads bindings from an informer
+        review = await admin.request(
+            "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body={
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"user": f"system:serviceaccount:{ns}:{SA}",
+                         "groups": ["system:serviceaccounts"], "resourceAttributes": {
+                             "namespace": ns, "verb": "list", "resource": "secrets"}}})
+        return bool(review["status"].get("allowed"))
+    await eventually(in_force, within=30, interval=0.05, what="the ServiceAccount's Role in force")
+
 
 async def bound_token(admin: Client, ns: str, secret: str) -> str:
     """A token for the ServiceAccount bound to a new Secret ``secret``: deleting the Secret

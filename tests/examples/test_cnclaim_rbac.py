@@ -182,8 +182,12 @@ class Roles:
             await _put(self.apiserver, path, {
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
                 "metadata": {"name": self.name}, "rules": roles[key]})
-        kept = next(g for g in _grants(roles["cluster"]) if g != removed)
-        await eventually(lambda: self.allowed(kept), within=30, what=f"{kept} allowed")
+        # the authorizer reads each kind of role from an informer of its own: one kept
+        # grant of each role in force says both are
+        for key in ("cluster", "leases"):
+            kept = next(g for g in _grants(roles[key]) if g != removed)
+            await eventually(lambda k=kept: self.allowed(k),  # type: ignore[misc]
+                             within=30, what=f"{kept} allowed")
         if removed is not None:
             async def denied() -> bool:
                 return not await self.allowed(removed)

@@ -129,11 +129,15 @@ async def _as_the_operator(apiserver: Cluster, client: Client, tmp_path: Path) -
                 apiserver.delete_at_end(f"{path}/{name}")
     kubeconfig = await service_account_kubeconfig(apiserver, ns, "kvstore", tmp_path / "kv")
     async with await Client.from_kubeconfig(kubeconfig) as probe:
-        async def allowed() -> bool:
-            review = await probe.create(SELF_SUBJECT_ACCESS_REVIEWS, {"spec": {
-                "resourceAttributes": {"namespace": ns, "verb": "list",
-                                       "group": KVSTORES.group, "resource": "kvstores"}}})
-            return bool(review["status"].get("allowed"))
+        async def allowed() -> bool:  # each kind of role reaches RBAC through its informer
+            for verb, group, resource in (("list", KVSTORES.group, "kvstores"),
+                                          ("create", "coordination.k8s.io", "leases")):
+                review = await probe.create(SELF_SUBJECT_ACCESS_REVIEWS, {"spec": {
+                    "resourceAttributes": {"namespace": ns, "verb": verb, "group": group,
+                                           "resource": resource}}})
+                if not review["status"].get("allowed"):
+                    return False
+            return True
         await eventually(allowed, within=SETTLE, what="the generated rules in force")
     return kubeconfig
 

@@ -23,9 +23,24 @@ RBAC = "rbac.authorization.k8s.io"
 AUTHZ = "/apis/authorization.k8s.io/v1"
 
 
+async def _rbac_allows(apiserver: Cluster, user: str, verb: str, resource: str) -> None:
+    """Wait until RBAC allows ``user`` (a ServiceAccount's) ``verb`` on ``resource`` in the
+    test's namespace: kube-apiserver's authorizer reads roles and bindings from an
+    informer, which sees a binding a moment after its create is answered."""
+    async def allowed() -> bool:
+        review = await apiserver.request("POST", f"{AUTHZ}/subjectaccessreviews", json={
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": ["system:serviceaccounts"], "resourceAttributes": {
+                "verb": verb, "resource": resource, "namespace": apiserver.namespace}}})
+        assert review.status == 201, review
+        return review.body["status"]["allowed"] is True
+    await eventually(allowed, within=30.0, interval=0.05,
+                     what=f"RBAC allowing {user} to {verb} {resource}")
+
+
 async def _account_with_a_role(apiserver: Cluster) -> str:
     """A ServiceAccount ``bot`` bound to a Role that reads ConfigMaps and scales one
-    Deployment; its username."""
+    Deployment, once RBAC sees the binding; its username."""
     ns = apiserver.namespace
     for path, body in (
             (f"/api/v1/namespaces/{ns}/serviceaccounts",
@@ -43,7 +58,9 @@ async def _account_with_a_role(apiserver: Cluster) -> str:
               "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": ns}]})):
         made = await apiserver.request("POST", path, json=body)
         assert made.status == 201, made
-    return f"system:serviceaccount:{ns}:bot"
+    bot = f"system:serviceaccount:{ns}:bot"
+    await _rbac_allows(apiserver, bot, "list", "configmaps")
+    return bot
 
 
 async def _token(apiserver: Cluster, account: str = "bot", **spec: Any) -> str:
@@ -103,9 +120,13 @@ async def test_a_denial_names_the_missing_roles_a_binding_of_the_user_refers_to(
         "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "nowhere"},
         "subjects": [{"kind": "User", "name": "jane"}]})
     assert made.status == 201, made
-    assert await _access(apiserver, {"verb": "list", "resource": "configmaps",
-                                     "namespace": ns}, _as("jane")) == {
-        "allowed": False, "reason": f'RBAC: role.{RBAC} "nowhere" not found'}
+    dangling = {"allowed": False, "reason": f'RBAC: role.{RBAC} "nowhere" not found'}
+
+    async def judged_by_the_binding() -> bool:  # RBAC reads bindings from an informer
+        return await _access(apiserver, {"verb": "list", "resource": "configmaps",
+                                         "namespace": ns}, _as("jane")) == dangling
+    await eventually(judged_by_the_binding, within=30.0, interval=0.05,
+                     what="the denial naming the binding's missing role")
     refused = await apiserver.request("GET", f"/api/v1/namespaces/{ns}/configmaps",
                                       headers=_as("jane"))
     assert refused.status == 403, refused
@@ -271,15 +292,12 @@ async def test_impersonation_needs_the_right_to_impersonate(apiserver: Cluster) 
 async def test_subject_and_rules_reviews(apiserver: Cluster) -> None:
     bot = await _account_with_a_role(apiserver)
     ns = apiserver.namespace
-
-    async def allowed() -> bool:  # kube-apiserver's RBAC reads bindings from an informer
-        subject = await apiserver.request("POST", f"{AUTHZ}/subjectaccessreviews", json={
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"user": bot, "groups": ["system:serviceaccounts"], "resourceAttributes": {
-                "verb": "get", "resource": "configmaps", "namespace": ns, "name": "x"}}})
-        assert subject.status == 201, subject
-        return subject.body["status"]["allowed"] is True
-    await eventually(allowed, within=30.0, what="the new binding allowing the review")
+    subject = await apiserver.request("POST", f"{AUTHZ}/subjectaccessreviews", json={
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": bot, "groups": ["system:serviceaccounts"], "resourceAttributes": {
+            "verb": "get", "resource": "configmaps", "namespace": ns, "name": "x"}}})
+    assert subject.status == 201, subject
+    assert subject.body["status"]["allowed"] is True
     local = await apiserver.request(
         "POST", f"{AUTHZ}/namespaces/{ns}/localsubjectaccessreviews", json={
             "apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
@@ -379,6 +397,7 @@ async def test_owner_references_need_delete_permission_only_where_the_plugin_is_
               "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "cm-writer"},
               "subjects": [{"kind": "ServiceAccount", "name": "writer", "namespace": ns}]})):
         assert (await apiserver.request("POST", path, json=body)).status == 201
+    await _rbac_allows(apiserver, f"system:serviceaccount:{ns}:writer", "create", "configmaps")
     headers = {"Authorization": f"Bearer {await _token(apiserver, 'writer')}"}
     configmaps = f"/api/v1/namespaces/{ns}/configmaps"
     created = await apiserver.request("POST", configmaps, headers=headers, json={

@@ -252,8 +252,10 @@ async def test_garbage_collector_deletes_dependents_whose_owners_do_not_exist(
 
     await eventually(mixed_refs, within=AWAIT_CONTROLLERS, what="the absent owner's ref dropped")
     assert (await apiserver.request("GET", f"{configmaps}/kept-child")).status == 200
-    # the owner living in another namespace is reported on the dependent
-    [event] = await _warnings(apiserver, apiserver.namespace, "stray-child")
+    # the owner living in another namespace is reported on the dependent (the collector's
+    # events are written apart from its deletes)
+    [event] = await eventually(lambda: _warnings(apiserver, apiserver.namespace, "stray-child"),
+                               within=AWAIT_CONTROLLERS, what="the stray reference reported")
     assert (event["type"], event["message"], event["source"], event["reportingComponent"],
             event["count"]) == (
         "Warning", f"ownerRef [v1/ConfigMap, namespace: {apiserver.namespace}, name: owner, "

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reconcilekit.testing import Cluster
+from reconcilekit.testing import Cluster, eventually
 
 CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 
@@ -42,6 +42,22 @@ async def _create_class(apiserver: Cluster, made: list[str], name: str, **fields
     if got.status == 201:
         made.append(name)
     return got
+
+
+async def _seen_by_admission(apiserver: Cluster, pods: str, want: str | None,
+                             **spec: Any) -> None:
+    """Wait until a dry run of a Pod with ``spec`` is given the PriorityClass ``want``:
+    kube-apiserver's Priority plugin reads classes from an informer, which sees a class a
+    moment after its create (or delete) is answered."""
+    async def seen() -> bool:
+        got = await apiserver.request("POST", pods, json=pod("probe", **spec),
+                                      params={"dryRun": "All"})
+        if got.status == 403 and "no PriorityClass with name" in got.body["message"]:
+            return False
+        assert got.status == 201, got
+        return got.body["spec"].get("priorityClassName") == want
+    await eventually(seen, within=30.0, interval=0.05,
+                     what=f"the Priority plugin giving Pods {want or 'no class'}")
 
 
 def _priority(spec: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -75,6 +91,7 @@ async def test_a_pod_takes_its_classs_priority_and_preemption_policy(
     assert got.body["preemptionPolicy"] == "PreemptLowerPriority"
     assert (await _create_class(apiserver, made, never, value=10,
                                 preemptionPolicy="Never")).status == 201
+    await _seen_by_admission(apiserver, pods, never, priorityClassName=never)  # low before it
     for name, spec, expected in (
             ("a", {"priorityClassName": low}, (low, 1000, "PreemptLowerPriority")),
             ("b", {"priorityClassName": low, "priority": 1000},
@@ -94,6 +111,7 @@ async def test_a_pod_naming_an_unknown_class_or_another_priority_is_refused(
     never = f"never-{apiserver.namespace}"
     assert (await _create_class(apiserver, made, never, value=10,
                                 preemptionPolicy="Never")).status == 201
+    await _seen_by_admission(apiserver, pods, never, priorityClassName=never)
     computed = "priority admission controller computed"
     for name, spec, message in (
             ("x", {"priorityClassName": "nope"}, "no PriorityClass with name nope was found"),
@@ -117,6 +135,7 @@ async def test_the_global_default_class_is_the_one_of_pods_naming_none(
     try:
         got = await _create_class(apiserver, made, default, value=50, globalDefault=True)
         assert got.status == 201, got
+        await _seen_by_admission(apiserver, pods, default)
         second = await _create_class(apiserver, made, other, value=60, globalDefault=True)
         refused = (f'is forbidden: PriorityClass {default} is already marked as default. '
                    "Only one default can exist")
@@ -142,6 +161,7 @@ async def test_the_global_default_class_is_the_one_of_pods_naming_none(
             "PriorityClass name")
     finally:
         await apiserver.request("DELETE", f"{CLASSES}/{default}")
+        await _seen_by_admission(apiserver, pods, None)  # gone for the tests that follow
 
 
 async def test_priority_classes_are_validated(apiserver: Cluster, made: list[str]) -> None:

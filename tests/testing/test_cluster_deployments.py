@@ -19,6 +19,8 @@ from reconcilekit import Client, NotFound
 from reconcilekit.kinds import DEPLOYMENTS, PODS, REPLICA_SETS
 from reconcilekit.testing import APIServer, Cluster, FakeClock, NodeSimulator, eventually
 
+from cluster_events import events_of
+
 IMAGE = "registry.k8s.io/pause:3.9"
 SETTLE = 60.0  # seconds: a bound on kube-controller-manager's pace, not a timing
 HASH = "pod-template-hash"
@@ -55,12 +57,6 @@ async def _replica_sets(client: Client, ns: str, app: str) -> list[dict[str, Any
     return sorted(found, key=lambda rs: int(rs["metadata"]["annotations"][REVISION]))
 
 
-async def _events(client: Client, ns: str, name: str) -> list[str]:
-    found = await client.request("GET", f"/api/v1/namespaces/{ns}/events")
-    return [e["message"] for e in sorted(found["items"], key=lambda e: e["metadata"]["name"])
-            if e["involvedObject"]["name"] == name]
-
-
 async def test_a_deployment_rolls_out_updates_and_rolls_back(
         apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
@@ -94,9 +90,9 @@ async def test_a_deployment_rolls_out_updates_and_rolls_back(
         old, new = await _replica_sets(client, ns, "web")
         assert old["metadata"]["uid"] == first["metadata"]["uid"] and old["spec"]["replicas"] == 0
         assert new["spec"]["replicas"] == 3 and new["metadata"]["annotations"][REVISION] == "2"
-        events = await _events(client, ns, "web")
-        assert f"Scaled up replica set {first['metadata']['name']} to 3" in events
-        assert f"Scaled down replica set {first['metadata']['name']} to 0 from 1" in events
+        await events_of(client, ns, "web", having=[
+            f"Scaled up replica set {first['metadata']['name']} to 3",
+            f"Scaled down replica set {first['metadata']['name']} to 0 from 1"])
 
         # kubectl rollout undo: the template of revision 1, without its hash label
         template = old["spec"]["template"]
@@ -190,9 +186,10 @@ async def test_a_recreate_deployment_stops_the_old_pods_before_starting_new_ones
         await eventually(lambda: _rolled_out(client, ns, "db"), within=SETTLE, what="revision 2")
         old, new = await _replica_sets(client, ns, "db")
         assert (old["spec"]["replicas"], new["spec"]["replicas"]) == (0, 2)
-        events = await _events(client, ns, "db")
-        down = events.index(f"Scaled down replica set {first['metadata']['name']} to 0 from 2")
-        up = events.index(f"Scaled up replica set {new['metadata']['name']} to 2")
+        said_down = f"Scaled down replica set {first['metadata']['name']} to 0 from 2"
+        said_up = f"Scaled up replica set {new['metadata']['name']} to 2"
+        events = await events_of(client, ns, "db", having=[said_down, said_up])
+        down, up = events.index(said_down), events.index(said_up)
         assert down < up, events
 
 
@@ -255,7 +252,7 @@ async def test_a_replicaset_keeps_its_pods_adopting_and_replacing(
         assert [r["uid"] for r in adopted["metadata"]["ownerReferences"]] == [rs["metadata"]["uid"]]
         [made] = [p for p in pods[:-1] if p["metadata"]["name"] != "orphan"]
         assert made["metadata"]["name"].startswith("q-")
-        assert f"Created pod: {made['metadata']['name']}" in await _events(client, ns, "q")
+        await events_of(client, ns, "q", having=[f"Created pod: {made['metadata']['name']}"])
 
         await client.delete(PODS, made["metadata"]["name"], ns)
         pods = await eventually(lambda: ready(2), within=SETTLE, what="the Pod replaced")
@@ -300,7 +297,11 @@ async def test_a_replicaset_replaces_a_pod_while_it_is_still_terminating(
             lambda: _two(live, without=first[0]), within=SETTLE, what="a replacement")
         old = await client.get(PODS, first[0], ns)
         assert old["metadata"]["deletionTimestamp"] and first[1] in replaced
-        await client.delete(PODS, first[0], ns, grace_period_seconds=0)
+        # no kubelet lets a Pod with 600 s of grace go when the namespace does: the test
+        # lets its own go at once
+        await client.delete(REPLICA_SETS, "t", ns, propagation_policy="Orphan")
+        for name in {first[0], *replaced}:
+            await client.delete(PODS, name, ns, grace_period_seconds=0)
 
 
 async def _two(live: Callable[[], Any], without: str | None = None) -> list[str] | None:

@@ -11,6 +11,8 @@ from reconcilekit import Client
 from reconcilekit.kinds import CRON_JOBS, JOBS, PODS
 from reconcilekit.testing import APIServer, Cluster, FakeClock, NodeSimulator, eventually
 
+from cluster_events import events_of
+
 IMAGE = "registry.k8s.io/pause:3.9"
 SETTLE = 60.0  # seconds: a bound on kube-controller-manager's pace, not a timing
 
@@ -178,10 +180,9 @@ async def test_a_cronjob_fires_at_its_next_minute_and_sees_its_job_complete(
     scheduled = datetime.fromisoformat(status["lastScheduleTime"].replace("Z", "+00:00"))
     assert job["metadata"]["name"] == f"tick-{int(scheduled.timestamp()) // 60}"
     assert job["metadata"]["ownerReferences"][0]["uid"] == made["metadata"]["uid"]
-    events = await client.request("GET", f"/api/v1/namespaces/{ns}/events")
-    said = {e["message"] for e in events["items"] if e["involvedObject"]["name"] == "tick"}
-    assert f"Created job {job['metadata']['name']}" in said
-    assert f"Saw completed job: {job['metadata']['name']}, status: Complete" in said
+    await events_of(client, ns, "tick", having=[
+        f"Created job {job['metadata']['name']}",
+        f"Saw completed job: {job['metadata']['name']}, status: Complete"])
 
 
 async def test_cronjob_concurrency_and_history_on_the_servers_clock() -> None:

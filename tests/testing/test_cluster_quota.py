@@ -34,7 +34,15 @@ async def test_a_quota_counts_refuses_and_gives_back(apiserver: Cluster, client:
                               within=SETTLE, what="the quota's status")
     assert status["hard"] == {"pods": "2", "requests.cpu": "1", "requests.memory": "1Gi"}
 
-    bare = await apiserver.request("POST", pods, json=_pod("bare", None))
+    # the ResourceQuota plugin reads quotas from an informer, which sees the status (the
+    # hard limits it enforces) a moment after a GET does; until then the Pod is admitted
+    async def refused_bare() -> Any:
+        bare = await apiserver.request("POST", pods, json=_pod("bare", None),
+                                       params={"dryRun": "All"})
+        assert bare.status in (201, 403), bare
+        return bare if bare.status == 403 else None
+    bare = await eventually(refused_bare, within=SETTLE, interval=0.05,
+                            what="the quota's limits enforced")
     assert (bare.status, bare.body["reason"], bare.body["message"]) == (
         403, "Forbidden", 'pods "bare" is forbidden: failed quota: q: must specify '
         "requests.cpu for: app; requests.memory for: app")
@@ -110,7 +118,16 @@ async def test_a_claim_without_a_class_gets_the_default_one(apiserver: Cluster) 
     assert made.status == 201, made
     claims = f"/api/v1/namespaces/{ns}/persistentvolumeclaims"
     spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+
+    async def defaulted() -> bool:  # DefaultStorageClass reads classes from an informer
+        dry = await apiserver.request("POST", claims, params={"dryRun": "All"}, json={
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "dry"},
+            "spec": spec})
+        assert dry.status == 201, dry
+        return bool(dry.body["spec"].get("storageClassName") == f"{ns}-standard")
     try:
+        await eventually(defaulted, within=SETTLE, interval=0.05,
+                         what="the default StorageClass seen by admission")
         plain = await apiserver.request("POST", claims, json={
             "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "plain"},
             "spec": spec})

@@ -14,6 +14,8 @@ from reconcilekit import Client
 from reconcilekit.kinds import PERSISTENT_VOLUME_CLAIMS, PODS, STATEFUL_SETS
 from reconcilekit.testing import Cluster, NodeSimulator, eventually
 
+from cluster_events import events_of
+
 IMAGE = "registry.k8s.io/pause:3.9"
 SETTLE = 60.0  # seconds: a bound on kube-controller-manager's pace, not a timing
 CLAIM = {"metadata": {"name": "data"}, "spec": {
@@ -42,12 +44,6 @@ async def _settled(client: Client, ns: str, name: str) -> dict[str, Any] | None:
     return sts if done and len(live) == want else None
 
 
-async def _events(client: Client, ns: str, name: str) -> list[str]:
-    found = await client.request("GET", f"/api/v1/namespaces/{ns}/events")
-    return [e["message"] for e in sorted(found["items"], key=lambda e: e["metadata"]["name"])
-            if e["involvedObject"]["name"] == name]
-
-
 async def test_a_statefulset_scales_in_order_with_its_claims_and_rolls_out(
         apiserver: Cluster, client: Client) -> None:
     ns = apiserver.namespace
@@ -73,16 +69,17 @@ async def test_a_statefulset_scales_in_order_with_its_claims_and_rolls_out(
         assert sorted(c["metadata"]["name"] for c in claims) == [
             "data-db-0", "data-db-1", "data-db-2"]
         assert all(c["metadata"]["labels"] == {"app": "db"} for c in claims)
-        events = await _events(client, ns, "db")
-        created = [e for e in events if e.startswith("create Pod")]
-        assert created == [f"create Pod db-{i} in StatefulSet db successful" for i in range(3)]
-        assert "create Claim data-db-0 Pod db-0 in StatefulSet db success" in events
+        expected = [f"create Pod db-{i} in StatefulSet db successful" for i in range(3)]
+        events = await events_of(client, ns, "db", having=[
+            *expected, "create Claim data-db-0 Pod db-0 in StatefulSet db success"])
+        assert [e for e in events if e.startswith("create Pod")] == expected
 
         await client.patch(STATEFUL_SETS, "db", {"spec": {"replicas": 1}}, ns)
         await eventually(lambda: _settled(client, ns, "db"), within=SETTLE, what="one replica")
-        deleted = [e for e in await _events(client, ns, "db") if e.startswith("delete Pod")]
-        assert deleted == ["delete Pod db-2 in StatefulSet db successful",
-                           "delete Pod db-1 in StatefulSet db successful"]
+        expected = ["delete Pod db-2 in StatefulSet db successful",
+                    "delete Pod db-1 in StatefulSet db successful"]
+        events = await events_of(client, ns, "db", having=expected)
+        assert [e for e in events if e.startswith("delete Pod")] == expected
         claims = (await client.list(PERSISTENT_VOLUME_CLAIMS, ns))["items"]
         assert len(claims) == 3  # kept: the default retention policy is Retain
 
