@@ -259,7 +259,9 @@ class Cluster:
         included) means the kind is mapped.
         """
         spec = crd["spec"]
-        version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+        version = next((v["name"] for v in spec["versions"] if v.get("served", True)), None)
+        if version is None:  # nothing served: nothing to write an owner reference to
+            return
         probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
             "generateName": "crd-mapping-probe-", "ownerReferences": [{
                 "apiVersion": f"{spec['group']}/{version}", "kind": spec["names"]["kind"],
