@@ -34,7 +34,7 @@ from reconcilekit.rbac import (
     changes_owner_references,
     required_permissions,
 )
-from reconcilekit.testing import Cluster, eventually
+from reconcilekit.testing import Cluster
 
 MANAGER: Final = "rules-proof"
 APPLIES: Final = applies(SECRETS)
@@ -95,19 +95,8 @@ class Account:
                                   "namespace": self.ns}]})):
             made = await self.apiserver.request("POST", path, json=body)
             assert made.status == 201, made
-        # kube-apiserver's authorizer sees roles through an informer: wait until it does
-        await eventually(lambda: self.may("patch", "secrets"), within=30,
-                         what=f"the Role of {self.name} in force")
-
-    async def may(self, verb: str, resource: str) -> bool:
-        review = await self.apiserver.request(
-            "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", json={
-                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                "spec": {"user": self.user, "groups": ["system:serviceaccounts"],
-                         "resourceAttributes": {"namespace": self.ns, "verb": verb,
-                                                "resource": resource}}})
-        assert review.status == 201, review
-        return bool(review.body["status"].get("allowed"))
+        await self.apiserver.until_allowed(self.user, "patch", "secrets", namespace=self.ns,
+                                           groups=["system:serviceaccounts"])
 
     async def send(self, method: str, path: str, body: dict[str, Any],
                    content_type: str = "application/json") -> tuple[int, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -245,6 +245,35 @@ class Cluster:
             if loop.time() > deadline:
                 raise TimeoutError(f"CRD {name} was not Established and discovered within "
                                    f"{wait_seconds}s")
+            await asyncio.sleep(0.05)
+
+    async def until_allowed(self, user: str, verb: str, resource: str, *,
+                            namespace: str | None = None, group: str = "",
+                            groups: Sequence[str] = (), within: float = 30.0) -> None:
+        """Wait until the cluster's authorizer allows ``user`` (in ``groups``) to
+        ``verb`` ``resource`` of API ``group`` in ``namespace`` (every namespace when
+        None), asking with SubjectAccessReviews: kube-apiserver's RBAC reads roles
+        and bindings from informers, one per kind, so a binding just created is
+        in force a moment after its create is answered. :class:`TimeoutError`
+        after ``within`` seconds."""
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        if namespace is not None:
+            attributes["namespace"] = namespace
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                  "spec": {"user": user, "groups": list(groups),
+                           "resourceAttributes": attributes}}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while True:
+            got = await self.request(
+                "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", json=review)
+            if got.status != 201:
+                raise RuntimeError(f"a SubjectAccessReview failed: {got.status} {got.body}")
+            if got.body["status"].get("allowed") is True:
+                return
+            if loop.time() > deadline:
+                raise TimeoutError(f"{user} was not allowed to {verb} {resource} within "
+                                   f"{within:g}s: {got.body['status']}")
             await asyncio.sleep(0.05)
 
     async def _until_admission_maps(self, crd: Mapping[str, Any]) -> None:

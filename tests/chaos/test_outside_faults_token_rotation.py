@@ -52,16 +52,6 @@ async def grant(admin: Client, ns: str) -> None:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SA},
         "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": ns}]}, ns)
 
-    async def in_force() -> bool:  # kube-apiserver's RBAC reads bindings from an informer
-        review = await admin.request(
-            "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body={
-                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                "spec": {"user": f"system:serviceaccount:{ns}:{SA}",
-                         "groups": ["system:serviceaccounts"], "resourceAttributes": {
-                             "namespace": ns, "verb": "list", "resource": "secrets"}}})
-        return bool(review["status"].get("allowed"))
-    await eventually(in_force, within=30, interval=0.05, what="the ServiceAccount's Role in force")
-
 
 async def bound_token(admin: Client, ns: str, secret: str) -> str:
     """A token for the ServiceAccount bound to a new Secret ``secret``: deleting the Secret
@@ -124,6 +114,8 @@ async def test_a_token_rotated_and_revoked_fails_no_request_and_watches_go_on(
     ns = apiserver.namespace
     trust = trust_of(apiserver.configuration)
     await grant(client, ns)
+    await apiserver.until_allowed(f"system:serviceaccount:{ns}:{SA}", "list", "secrets",
+                                  namespace=ns, groups=["system:serviceaccounts"])
     old = await bound_token(client, ns, "token-old")
     host = str(apiserver.configuration.host)
     volume = tmp_path / "serviceaccount"

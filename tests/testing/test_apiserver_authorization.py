@@ -23,21 +23,6 @@ RBAC = "rbac.authorization.k8s.io"
 AUTHZ = "/apis/authorization.k8s.io/v1"
 
 
-async def _rbac_allows(apiserver: Cluster, user: str, verb: str, resource: str) -> None:
-    """Wait until RBAC allows ``user`` (a ServiceAccount's) ``verb`` on ``resource`` in the
-    test's namespace: kube-apiserver's authorizer reads roles and bindings from an
-    informer, which sees a binding a moment after its create is answered."""
-    async def allowed() -> bool:
-        review = await apiserver.request("POST", f"{AUTHZ}/subjectaccessreviews", json={
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"user": user, "groups": ["system:serviceaccounts"], "resourceAttributes": {
-                "verb": verb, "resource": resource, "namespace": apiserver.namespace}}})
-        assert review.status == 201, review
-        return review.body["status"]["allowed"] is True
-    await eventually(allowed, within=30.0, interval=0.05,
-                     what=f"RBAC allowing {user} to {verb} {resource}")
-
-
 async def _account_with_a_role(apiserver: Cluster) -> str:
     """A ServiceAccount ``bot`` bound to a Role that reads ConfigMaps and scales one
     Deployment, once RBAC sees the binding; its username."""
@@ -59,7 +44,8 @@ async def _account_with_a_role(apiserver: Cluster) -> str:
         made = await apiserver.request("POST", path, json=body)
         assert made.status == 201, made
     bot = f"system:serviceaccount:{ns}:bot"
-    await _rbac_allows(apiserver, bot, "list", "configmaps")
+    await apiserver.until_allowed(bot, "list", "configmaps", namespace=ns,
+                                  groups=["system:serviceaccounts"])
     return bot
 
 
@@ -397,7 +383,8 @@ async def test_owner_references_need_delete_permission_only_where_the_plugin_is_
               "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "cm-writer"},
               "subjects": [{"kind": "ServiceAccount", "name": "writer", "namespace": ns}]})):
         assert (await apiserver.request("POST", path, json=body)).status == 201
-    await _rbac_allows(apiserver, f"system:serviceaccount:{ns}:writer", "create", "configmaps")
+    await apiserver.until_allowed(f"system:serviceaccount:{ns}:writer", "create", "configmaps",
+                                  namespace=ns, groups=["system:serviceaccounts"])
     headers = {"Authorization": f"Bearer {await _token(apiserver, 'writer')}"}
     configmaps = f"/api/v1/namespaces/{ns}/configmaps"
     created = await apiserver.request("POST", configmaps, headers=headers, json={
