@@ -14,6 +14,14 @@ are refused with a ValueError naming them, so a typo cannot skip a
 webhook); names may be given a suffix so that tests sharing one cluster
 never collide; a configuration the block created is deleted even when the
 block fails.
+
+Not guaranteed: that kube-apiserver already calls the webhooks when the
+block starts. It loads webhook configurations through an informer, a moment
+after they are written, and no request can ask it whether it has (a probe
+would have to pass each kind's own validation first). A test that needs a
+webhook in force dry-runs its request until the webhook's answer comes back;
+the in-process server reads the configurations at each request, so there the
+first try succeeds.
 """
 
 from __future__ import annotations
