@@ -30,6 +30,7 @@ claim changed once (its InvalidSpec Event repeats: a patch of its count).
 from __future__ import annotations
 
 import contextlib
+import functools
 import shlex
 import time
 from collections.abc import AsyncIterator, Callable
@@ -186,8 +187,8 @@ class Roles:
         # grant of each role in force says both are
         for key in ("cluster", "leases"):
             kept = next(g for g in _grants(roles[key]) if g != removed)
-            await eventually(lambda k=kept: self.allowed(k),  # type: ignore[misc]
-                             within=30, what=f"{kept} allowed")
+            await eventually(functools.partial(self.allowed, kept), within=30,
+                             what=f"{kept} allowed")
         if removed is not None:
             async def denied() -> bool:
                 return not await self.allowed(removed)
